@@ -1,0 +1,7 @@
+export {
+  getConfiguration,
+  getConfigurationOutput,
+  GetConfigurationArgs,
+  GetConfigurationOutputArgs,
+  GetConfigurationResult,
+} from "./getConfiguration";

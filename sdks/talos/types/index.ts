@@ -1,0 +1,4 @@
+import * as input from "./input";
+import * as output from "./output";
+
+export { input, output };
