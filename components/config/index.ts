@@ -1,0 +1,5 @@
+export * from "./load";
+export * from "./problems";
+export * from "./schema";
+export * from "./types";
+export * from "./validate";

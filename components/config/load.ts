@@ -1,0 +1,32 @@
+// The only module that reads pulumi.Config: it hands the stack's values to validation and returns
+// typed settings, or throws before any resource is registered.
+import * as pulumi from "@pulumi/pulumi";
+import type { PlatformSpec } from "./types";
+import { validatePlatformConfig } from "./validate";
+
+/** Secret inputs that never live in plain text in the stack file. */
+export interface PlatformSecrets {
+  /** `user@realm!tokenid=uuid`; when absent the Proxmox provider reads PROXMOX_VE_API_TOKEN. */
+  readonly proxmoxApiToken?: pulumi.Output<string>;
+}
+
+/** The validated stack configuration and its secrets. */
+export interface LoadedConfig {
+  readonly spec: PlatformSpec;
+  readonly secrets: PlatformSecrets;
+}
+
+/** Reads and validates the current stack's `talos-platform:*` keys. */
+export function loadPlatformConfig(): LoadedConfig {
+  const config = new pulumi.Config();
+  const stackFile = `Pulumi.${pulumi.getStack()}.yaml`;
+  const spec = validatePlatformConfig(
+    {
+      cluster: config.getObject<unknown>("cluster"),
+      nodes: config.getObject<unknown>("nodes"),
+      proxmox: config.getObject<unknown>("proxmox"),
+    },
+    stackFile,
+  );
+  return { spec, secrets: { proxmoxApiToken: config.getSecret("proxmoxApiToken") } };
+}

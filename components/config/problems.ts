@@ -1,0 +1,128 @@
+// Collecting and formatting stack-file problems in one format:
+//   `<stack-file key>: <problem>; got <value>. <fix or allowed values>`
+import * as pulumi from "@pulumi/pulumi";
+import type { z } from "zod";
+
+/** A path into the stack config, e.g. ["nodes", 2, "proxmox", "vmId"]. */
+export type KeyPath = readonly (string | number)[];
+
+/** `nodes[2].proxmox.vmId` for ["nodes", 2, "proxmox", "vmId"]. */
+export function keyOf(path: KeyPath): string {
+  return path.reduce<string>(
+    (key, part) => (typeof part === "number" ? `${key}[${part}]` : key === "" ? part : `${key}.${part}`),
+    "",
+  );
+}
+
+/** A short, single-line rendering of a value for an error message. */
+export function show(value: unknown): string {
+  const text = value === undefined ? "nothing" : JSON.stringify(value);
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
+/** The value at `path` in `root`, or undefined. */
+export function valueAt(root: unknown, path: KeyPath): unknown {
+  let value: unknown = root;
+  for (const part of path) {
+    if (value === null || typeof value !== "object") return undefined;
+    value = (value as Record<string | number, unknown>)[part];
+  }
+  return value;
+}
+
+/** The known key closest to a misspelt one (same letters ignoring case, or one or two edits away). */
+export function closestKey(key: string, knownKeys: readonly string[]): string | undefined {
+  const lower = key.toLowerCase();
+  let best: { key: string; distance: number } | undefined;
+  for (const known of new Set(knownKeys)) {
+    const distance = known.toLowerCase() === lower ? 0 : editDistance(lower, known.toLowerCase());
+    if (distance <= 2 && (best === undefined || distance < best.distance)) best = { key: known, distance };
+  }
+  return best?.key;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length];
+}
+
+/** Every property name declared anywhere in a JSON schema (from `z.toJSONSchema`). */
+export function propertyNames(schema: unknown, into: Set<string> = new Set()): Set<string> {
+  if (Array.isArray(schema)) {
+    for (const item of schema) propertyNames(item, into);
+  } else if (schema !== null && typeof schema === "object") {
+    for (const [key, value] of Object.entries(schema)) {
+      if (key === "properties" && value !== null && typeof value === "object") {
+        for (const name of Object.keys(value)) into.add(name);
+      }
+      propertyNames(value, into);
+    }
+  }
+  return into;
+}
+
+/** Accumulates problems; nothing is thrown until every check has run. */
+export class Problems {
+  private readonly list: string[] = [];
+
+  /** Records `key: problem[; got value][. hint]`. */
+  add(path: KeyPath, problem: string, opts: { got?: unknown; hint?: string } = {}): void {
+    const got = "got" in opts ? `; got ${show(opts.got)}` : "";
+    const hint = opts.hint ? `. ${opts.hint}` : "";
+    this.list.push(`${keyOf(path)}: ${problem}${got}${hint}`);
+  }
+
+  /**
+   * Records every issue of a failed schema parse of the value found at `base`; `knownKeys` lets an
+   * unknown key be answered with the key that was probably meant.
+   */
+  addZodIssues(base: KeyPath, raw: unknown, issues: readonly z.core.$ZodIssue[], knownKeys: readonly string[] = []): void {
+    for (const issue of issues) {
+      const relative: KeyPath = issue.path.map((p) => (typeof p === "symbol" ? String(p) : p));
+      const path = [...base, ...relative];
+      if (issue.code === "unrecognized_keys") {
+        for (const key of issue.keys) {
+          const meant = closestKey(key, knownKeys);
+          const hint = meant ? `Did you mean ${meant}?` : "See the README's configuration reference";
+          this.add([...path, key], "unknown key", { hint });
+        }
+      } else {
+        const value = valueAt(raw, relative);
+        const message = value === undefined && issue.code === "invalid_type" ? "required" : issue.message;
+        this.add(path, message, value === undefined ? {} : { got: value });
+      }
+    }
+  }
+
+  /** All problems, in the order found. */
+  get all(): readonly string[] {
+    return this.list;
+  }
+
+  /** Throws a {@link StackConfigError} when any problem was recorded. */
+  throwIfAny(stackFile: string): void {
+    if (this.list.length > 0) throw new StackConfigError(stackFile, this.list);
+  }
+}
+
+/**
+ * The stack file is invalid. A `RunError`, so Pulumi prints the message without a stack trace,
+ * and it is thrown before any resource is registered.
+ */
+export class StackConfigError extends pulumi.RunError {
+  constructor(
+    readonly stackFile: string,
+    readonly problems: readonly string[],
+  ) {
+    const noun = problems.length === 1 ? "problem" : "problems";
+    super(`${stackFile} has ${problems.length} ${noun}; nothing was created:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "StackConfigError";
+  }
+}

@@ -1,0 +1,276 @@
+// Cross-field rules over the parsed stack config. Each rule records problems; none throws, so one run
+// reports everything that is wrong.
+import { parseAllDocuments } from "yaml";
+import { canonicalIp, inSubnet, ipFamily, parseCidr } from "../net";
+import { compareMinor, minorOf, parseVersion, supportsKubernetes, talosRelease, TALOS_RELEASES } from "../talos/versions";
+import { KeyPath, Problems } from "./problems";
+import type { RawCluster, RawNode, RawPatch, RawProxmox } from "./schema";
+
+/** A node that passed the schema, with its index in the stack file's list. */
+export interface IndexedNode {
+  readonly index: number;
+  readonly node: RawNode;
+}
+
+/** What the rules look at: whatever parsed, plus the raw node list for counts. */
+export interface RuleInput {
+  readonly cluster?: RawCluster;
+  readonly proxmox?: RawProxmox;
+  readonly proxmoxGiven: boolean;
+  readonly nodes: readonly IndexedNode[];
+  readonly rawNodes: readonly unknown[];
+}
+
+type Rule = (input: RuleInput, problems: Problems) => void;
+
+/** Machine-config sections that moved to their own documents in Talos 1.12/1.13. */
+const MOVED_SECTIONS: Record<string, string> = {
+  network: "HostnameConfig, LinkConfig, Layer2VIPConfig and ResolverConfig documents",
+  time: "a TimeSyncConfig document",
+  env: "an EnvironmentConfig document",
+  disks: "UserVolumeConfig documents",
+};
+
+const releasesKnown = `${TALOS_RELEASES[0].minor} to ${TALOS_RELEASES[TALOS_RELEASES.length - 1].minor}`;
+
+const versions: Rule = ({ cluster }, problems) => {
+  if (!cluster) return;
+  const talos = parseVersion(cluster.talosVersion)!;
+  const release = talosRelease(talos);
+  if (!release) {
+    problems.add(["cluster", "talosVersion"], `unknown Talos release line ${minorOf(talos)}`, {
+      got: cluster.talosVersion,
+      hint: `This program knows Talos ${releasesKnown}`,
+    });
+    return;
+  }
+  const kubernetes = parseVersion(cluster.kubernetesVersion)!;
+  if (!supportsKubernetes(release, kubernetes)) {
+    problems.add(["cluster", "kubernetesVersion"], `Talos ${release.minor} does not support Kubernetes ${minorOf(kubernetes)}`, {
+      got: cluster.kubernetesVersion,
+      hint: `Use Kubernetes ${release.kubernetes.min} to ${release.kubernetes.max}, or another Talos version`,
+    });
+  }
+  if (cluster.configContract) {
+    const contract = parseVersion(cluster.configContract)!;
+    if (compareMinor(minorOf(contract), release.minor) > 0) {
+      problems.add(["cluster", "configContract"], "is newer than cluster.talosVersion", {
+        got: cluster.configContract,
+        hint: `Use ${release.minor} or older`,
+      });
+    }
+  }
+};
+
+const endpoint: Rule = ({ cluster }, problems) => {
+  if (cluster && cluster.endpoint === undefined && cluster.vip === undefined) {
+    problems.add(["cluster", "endpoint"], "required unless cluster.vip is set", {
+      hint: "Give the Kubernetes API's DNS name or IP (e.g. api.staging.example.net), or a vip",
+    });
+  }
+};
+
+const imageFactory: Rule = ({ cluster }, problems) => {
+  const factory = cluster?.imageFactory;
+  if (!factory?.schematicId) return;
+  const customised = (factory.extensions?.length ?? 0) + (factory.extraKernelArgs?.length ?? 0) +
+    Object.values(factory.platformExtensions ?? {}).reduce((n, list) => n + (list?.length ?? 0), 0);
+  if (customised > 0) {
+    problems.add(["cluster", "imageFactory", "schematicId"], "cannot be combined with extensions or extraKernelArgs", {
+      hint: "Either name a schematic, or list extensions and let the program register the schematic",
+    });
+  }
+};
+
+/** Checks one patch: valid YAML, mappings only, no sections Talos 1.13 no longer accepts. */
+function checkPatch(path: KeyPath, patch: RawPatch, problems: Problems): void {
+  const documents = typeof patch === "string" ? parseAllDocuments(patch) : [];
+  const values: unknown[] = typeof patch === "string" ? [] : [patch];
+  for (const document of Array.isArray(documents) ? documents : [documents]) {
+    if (document.errors.length > 0) {
+      problems.add(path, `is not valid YAML (${document.errors[0].message.split("\n")[0]})`);
+      return;
+    }
+    values.push(document.toJS());
+  }
+  for (const value of values) {
+    if (value === null || typeof value !== "object" || Array.isArray(value)) {
+      problems.add(path, "must be a mapping (a strategic merge patch); JSON 6902 patch lists are not supported", {
+        got: value,
+      });
+      return;
+    }
+    const machine = (value as { machine?: unknown }).machine;
+    if (machine !== null && typeof machine === "object") {
+      for (const [section, replacement] of Object.entries(MOVED_SECTIONS)) {
+        if (section in machine) {
+          problems.add([...path], `sets machine.${section}, which Talos 1.13 no longer accepts`, {
+            hint: `Use ${replacement}`,
+          });
+        }
+      }
+    }
+  }
+}
+
+const patches: Rule = ({ cluster, nodes }, problems) => {
+  for (const scope of ["all", "controlplane", "worker"] as const) {
+    cluster?.patches?.[scope]?.forEach((patch, i) => checkPatch(["cluster", "patches", scope, i], patch, problems));
+  }
+  for (const { index, node } of nodes) {
+    node.patches?.forEach((patch, i) => checkPatch(["nodes", index, "patches", i], patch, problems));
+  }
+};
+
+const controlPlaneCount: Rule = ({ rawNodes }, problems) => {
+  if (rawNodes.length === 0) {
+    problems.add(["nodes"], "the cluster has no nodes", { hint: "List 1, 3 or 5 control planes and any workers" });
+    return;
+  }
+  const controlPlanes = rawNodes.filter((n) => (n as { role?: unknown } | null)?.role === "controlplane").length;
+  if (controlPlanes === 0) {
+    problems.add(["nodes"], "a cluster needs at least one control plane", { got: 0, hint: "Use 1, 3 or 5" });
+  } else if (controlPlanes % 2 === 0) {
+    problems.add(["nodes"], "etcd needs an odd number of control planes", { got: controlPlanes, hint: "Use 1, 3 or 5" });
+  }
+};
+
+/** Records `path` as a duplicate of the first place the same value was seen under another owner. */
+class FirstSeen {
+  private readonly seen = new Map<string, { owner: number; key: string }>();
+  constructor(private readonly what: string, private readonly fix: string) {}
+
+  check(value: string, owner: number, path: KeyPath, ownerKey: string, problems: Problems): void {
+    const first = this.seen.get(value);
+    if (!first) {
+      this.seen.set(value, { owner, key: ownerKey });
+    } else if (first.owner !== owner) {
+      problems.add(path, `${this.what} ${value} is already used by ${first.key}`, { hint: this.fix });
+    }
+  }
+}
+
+const VIP_OWNER = -1;
+
+const uniqueness: Rule = ({ cluster, nodes }, problems) => {
+  const names = new FirstSeen("name", "Node names must be unique");
+  const ips = new FirstSeen("address", "Each address belongs to one node");
+  const vmIds = new FirstSeen("VM ID", "Choose an unused VM ID");
+  const macs = new FirstSeen("MAC", "Each NIC needs its own MAC");
+  if (cluster?.vip) ips.check(canonicalIp(cluster.vip), VIP_OWNER, ["cluster", "vip"], "cluster.vip", problems);
+  for (const { index, node } of nodes) {
+    const owner = `nodes[${index}]`;
+    names.check(node.name, index, ["nodes", index, "name"], owner, problems);
+    node.network?.addresses.forEach((address, i) => {
+      const path = ["nodes", index, "network", "addresses", i];
+      ips.check(canonicalIp(parseCidr(address)!.ip), index, path, `${owner}.network.addresses[${i}]`, problems);
+    });
+    if (node.platform === "baremetal") {
+      const path = ["nodes", index, "baremetal", "address"];
+      ips.check(canonicalIp(node.baremetal.address), index, path, `${owner}.baremetal.address`, problems);
+    }
+    if (node.network?.mac) macs.check(node.network.mac.toLowerCase(), index, ["nodes", index, "network", "mac"], owner, problems);
+    if (node.platform === "proxmox") vmIds.check(String(node.proxmox.vmId), index, ["nodes", index, "proxmox", "vmId"], owner, problems);
+  }
+};
+
+const proxmoxHosts: Rule = ({ proxmox, proxmoxGiven, nodes }, problems) => {
+  const proxmoxNodes = nodes.filter(({ node }) => node.platform === "proxmox");
+  if (proxmoxNodes.length > 0 && !proxmoxGiven) {
+    problems.add(["proxmox"], `required because nodes[${proxmoxNodes[0].index}] runs on Proxmox`, {
+      hint: "Add proxmox.endpoint and proxmox.hosts",
+    });
+  }
+  if (!proxmox) return;
+  const declared = new Set<string>();
+  proxmox.hosts.forEach((host, i) => {
+    if (declared.has(host.name)) problems.add(["proxmox", "hosts", i, "name"], `host ${host.name} is listed twice`);
+    declared.add(host.name);
+  });
+  for (const { index, node } of proxmoxNodes) {
+    if (node.platform === "proxmox" && !declared.has(node.proxmox.host)) {
+      problems.add(["nodes", index, "proxmox", "host"], "is not declared in proxmox.hosts", {
+        got: node.proxmox.host,
+        hint: `Declared: ${[...declared].join(", ")}`,
+      });
+    }
+  }
+};
+
+const nodeNetworks: Rule = ({ nodes }, problems) => {
+  for (const { index, node } of nodes) {
+    const base = ["nodes", index] as const;
+    const network = node.network;
+    if (!network) {
+      if (node.platform === "proxmox") {
+        problems.add([...base, "network"], "required for Proxmox nodes", {
+          hint: "Give network.addresses (the VM's static address, e.g. 192.0.2.11/24) and network.gateway",
+        });
+      }
+      continue;
+    }
+    if (node.platform === "baremetal" && !network.mac && !network.interface) {
+      problems.add([...base, "network"], "name the link to configure with mac or interface", {
+        hint: "mac selects the NIC by hardware address; interface takes a name such as enp1s0",
+      });
+    }
+    const cidrs = network.addresses.map((a) => parseCidr(a)!);
+    for (const [key, family] of [["gateway", 4], ["gateway6", 6]] as const) {
+      const gateway = network[key];
+      if (gateway && !cidrs.some((c) => c.family === family && inSubnet(gateway, c))) {
+        problems.add([...base, "network", key], `is outside every IPv${family} subnet of the node`, {
+          got: gateway,
+          hint: `The node's addresses are ${network.addresses.join(", ")}`,
+        });
+      }
+    }
+    if (node.platform === "baremetal") {
+      const address = canonicalIp(node.baremetal.address);
+      if (!cidrs.some((c) => canonicalIp(c.ip) === address)) {
+        problems.add([...base, "baremetal", "address"], "is not one of network.addresses, so the node would stop answering there once configured", {
+          got: node.baremetal.address,
+          hint: "List it in network.addresses, or use the static address the node will keep",
+        });
+      }
+    }
+  }
+};
+
+const controlPlaneMemory: Rule = ({ nodes }, problems) => {
+  for (const { index, node } of nodes) {
+    if (node.platform === "proxmox" && node.role === "controlplane" && (node.proxmox.memory ?? 4096) < 2048) {
+      problems.add(["nodes", index, "proxmox", "memory"], "a control plane needs at least 2048 MiB", { got: node.proxmox.memory });
+    }
+  }
+};
+
+const vip: Rule = ({ cluster, nodes }, problems) => {
+  const address = cluster?.vip;
+  if (!address) return;
+  for (const { index, node } of nodes) {
+    if (node.role !== "controlplane") continue;
+    if (!node.network) {
+      problems.add(["nodes", index, "network"], "required on control planes when cluster.vip is set (the VIP needs a link)");
+    } else if (!node.network.addresses.some((a) => inSubnet(address, parseCidr(a)!))) {
+      problems.add(["cluster", "vip"], `is not in any subnet of control plane nodes[${index}]`, {
+        got: address,
+        hint: `A layer-2 VIP must share a subnet with every control plane; nodes[${index}] has ${node.network.addresses.join(", ")}`,
+      });
+    }
+  }
+  if (ipFamily(address) === undefined) problems.add(["cluster", "vip"], "is not an IP address", { got: address });
+};
+
+/** Every cross-field rule, in the order their problems are listed. */
+export const RULES: readonly Rule[] = [
+  versions,
+  endpoint,
+  imageFactory,
+  controlPlaneCount,
+  uniqueness,
+  proxmoxHosts,
+  nodeNetworks,
+  controlPlaneMemory,
+  vip,
+  patches,
+];

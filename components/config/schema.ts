@@ -1,0 +1,202 @@
+// The shape of a stack file's `talos-platform:*` keys. Structure only: cross-field rules live in rules.ts.
+import { z } from "zod";
+import { ipFamily, isDnsName, isMac, parseCidr } from "../net";
+import { parseVersion } from "../talos/versions";
+
+/** Platforms a node can run on. A new platform is a new entry here and a new node schema below. */
+export const PLATFORMS = ["proxmox", "baremetal"] as const;
+/** One of {@link PLATFORMS}. */
+export type Platform = (typeof PLATFORMS)[number];
+
+/** Node roles. */
+export const ROLES = ["controlplane", "worker"] as const;
+/** One of {@link ROLES}. */
+export type Role = (typeof ROLES)[number];
+
+/** Talos `applyMode` values for later configuration changes. */
+export const APPLY_MODES = ["auto", "no_reboot", "reboot", "staged", "staged_if_needing_reboot"] as const;
+
+const ip = z.string().refine((v) => ipFamily(v) !== undefined, {
+  error: "expected an IPv4 or IPv6 address such as 192.0.2.10 or 2001:db8::10",
+});
+const ipv4 = z.string().refine((v) => ipFamily(v) === 4, { error: "expected an IPv4 address such as 192.0.2.1" });
+const ipv6 = z.string().refine((v) => ipFamily(v) === 6, { error: "expected an IPv6 address such as 2001:db8::1" });
+const cidr = z.string().refine((v) => parseCidr(v) !== undefined, {
+  error: "expected an address with its prefix length, such as 192.0.2.11/24 or 2001:db8::11/64",
+});
+const version = z.string().refine((v) => parseVersion(v) !== undefined, {
+  error: "expected a version MAJOR.MINOR.PATCH such as v1.13.9 or 1.36.3",
+});
+const dnsLabel = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, {
+  error: "expected a lowercase DNS label (letters, digits, hyphens; at most 63 characters)",
+});
+const hostName = z.string().refine((v) => ipFamily(v) !== undefined || isDnsName(v), {
+  error: "expected a DNS name or an IP address, without scheme or port",
+});
+const mac = z.string().refine(isMac, { error: "expected a MAC address such as bc:24:11:00:00:11" });
+const positiveInt = z.int().positive();
+const duration = z.string().regex(/^(\d+(\.\d+)?(h|m|s|ms))+$/, { error: "expected a Go duration such as 10m or 1h30m" });
+
+/** A Talos config patch: a YAML string (one or more documents) or a mapping written inline in the stack file. */
+const patch = z.union([z.string(), z.record(z.string(), z.unknown())], {
+  error: "expected a YAML string or a mapping",
+});
+const patches = z.array(patch);
+
+const nodeNetwork = z.strictObject({
+  /** Static addresses with prefix, first one is the node's Talos API address. */
+  addresses: z.array(cidr).min(1, { error: "list at least one address" }),
+  /** Default IPv4 gateway. */
+  gateway: ipv4.optional(),
+  /** Default IPv6 gateway. */
+  gateway6: ipv6.optional(),
+  /** The NIC's MAC: selects the link by hardware address (Proxmox: also the VM NIC's MAC). */
+  mac: mac.optional(),
+  /** The physical link name (`enp1s0`) when no MAC is given. */
+  interface: z.string().min(1).optional(),
+  mtu: z.int().min(576).max(9216).optional(),
+});
+
+const nodeCommon = {
+  name: dnsLabel,
+  role: z.enum(ROLES, { error: `expected one of ${ROLES.join(", ")}` }),
+  /** @default "/dev/sda" */
+  installDisk: z.string().regex(/^\/dev\/\S+$/, { error: "expected a device path such as /dev/sda" }).optional(),
+  network: nodeNetwork.optional(),
+  /** Kubernetes node labels. */
+  labels: z.record(z.string(), z.string()).optional(),
+  patches: patches.optional(),
+};
+
+const proxmoxVm = z.strictObject({
+  /** The Proxmox host (cluster node name) the VM is placed on; must be listed in `proxmox.hosts`. */
+  host: z.string().min(1),
+  vmId: z.int().min(100, { error: "Proxmox VM IDs start at 100" }).max(999_999_999),
+  /** @default 2 */
+  cores: positiveInt.optional(),
+  /** MiB. @default 4096 */
+  memory: z.int().min(1024, { error: "Talos needs at least 1024 MiB" }).optional(),
+  /** GiB. @default 32 */
+  diskSize: z.int().min(10, { error: "Talos needs a disk of at least 10 GiB" }).optional(),
+  /** @default proxmox.datastore */
+  datastore: z.string().min(1).optional(),
+  /** @default proxmox.bridge */
+  bridge: z.string().min(1).optional(),
+  vlan: z.int().min(1).max(4094).optional(),
+  /** @default proxmox.cpuType */
+  cpuType: z.string().min(1).optional(),
+});
+
+const proxmoxNode = z.strictObject({ ...nodeCommon, platform: z.literal("proxmox"), proxmox: proxmoxVm });
+
+const baremetalNode = z.strictObject({
+  ...nodeCommon,
+  platform: z.literal("baremetal"),
+  baremetal: z.strictObject({
+    /** Where the node answers in maintenance mode (port 50000) and afterwards. IPv6 works. */
+    address: ip,
+    /** Wipe and reboot the node when it is removed from the stack. @default true */
+    resetOnDestroy: z.boolean().optional(),
+  }),
+});
+
+/** One machine of the cluster. */
+export const nodeSchema = z.discriminatedUnion("platform", [proxmoxNode, baremetalNode], {
+  error: `expected platform to be one of ${PLATFORMS.join(", ")}`,
+});
+
+/** The `talos-platform:nodes` key. */
+export const nodesSchema = z.array(z.unknown(), { error: "expected a list of nodes" });
+
+/** The `talos-platform:cluster` key. */
+export const clusterSchema = z.strictObject({
+  name: dnsLabel,
+  /** DNS name or IP of the Kubernetes API (without scheme/port). @default vip */
+  endpoint: hostName.optional(),
+  /** A layer-2 virtual IP shared by the control planes. */
+  vip: ip.optional(),
+  talosVersion: version,
+  kubernetesVersion: version,
+  /** The Talos version whose config defaults to follow. @default talosVersion */
+  configContract: version.optional(),
+  imageFactory: z
+    .strictObject({
+      /** An existing schematic ID; used when no extensions or kernel args are listed. */
+      schematicId: z.string().regex(/^[0-9a-f]{64}$/, { error: "expected a 64-character hex schematic ID" }).optional(),
+      /** Official system extensions for every node, e.g. siderolabs/intel-ucode. */
+      extensions: z.array(z.string().min(1)).optional(),
+      /** Extra extensions per platform, e.g. proxmox: [siderolabs/qemu-guest-agent]. */
+      platformExtensions: z.partialRecord(z.enum(PLATFORMS), z.array(z.string().min(1))).optional(),
+      extraKernelArgs: z.array(z.string().min(1)).optional(),
+    })
+    .optional(),
+  network: z
+    .strictObject({
+      nameservers: z.array(ip).optional(),
+      searchDomains: z.array(z.string().refine(isDnsName, { error: "expected a DNS domain" })).optional(),
+      ntpServers: z.array(z.string().min(1)).optional(),
+      podSubnets: z.array(cidr).optional(),
+      serviceSubnets: z.array(cidr).optional(),
+      /** `none` leaves the CNI to you (Cilium through Flux). @default "flannel" */
+      cni: z.enum(["flannel", "none"]).optional(),
+      /** @default true */
+      kubeProxy: z.boolean().optional(),
+    })
+    .optional(),
+  /** @default true when the cluster has no workers */
+  allowSchedulingOnControlPlanes: z.boolean().optional(),
+  /** Extra names and IPs for the API server and Talos API certificates. */
+  certSANs: z.array(hostName).optional(),
+  patches: z
+    .strictObject({ all: patches.optional(), controlplane: patches.optional(), worker: patches.optional() })
+    .optional(),
+  /** How later config changes are applied. @default "auto" */
+  applyMode: z.enum(APPLY_MODES).optional(),
+  /** Protect control-plane machines from deletion. @default true */
+  protectControlPlanes: z.boolean().optional(),
+  health: z
+    .strictObject({
+      /** Run the health check on `up` (never on preview). @default true */
+      enabled: z.boolean().optional(),
+      /** @default "10m" */
+      timeout: duration.optional(),
+    })
+    .optional(),
+});
+
+/** The `talos-platform:proxmox` key. */
+export const proxmoxSchema = z.strictObject({
+  /** The Proxmox API URL, e.g. https://pve1.example.net:8006/. */
+  endpoint: z.url({ protocol: /^https?$/, error: "expected an https:// URL of the Proxmox API" }),
+  /** Accept a self-signed API certificate. @default false */
+  insecure: z.boolean().optional(),
+  /** The Proxmox hosts VMs may be placed on. */
+  hosts: z
+    .array(
+      z.strictObject({
+        name: z.string().min(1),
+        /** Datastore (content type `iso`) the Talos image is downloaded to. @default "local" */
+        imageDatastore: z.string().min(1).optional(),
+      }),
+    )
+    .min(1, { error: "list at least one host" }),
+  /** Default VM disk datastore. @default "local-lvm" */
+  datastore: z.string().min(1).optional(),
+  /** Default VM bridge. @default "vmbr0" */
+  bridge: z.string().min(1).optional(),
+  /** Default VM CPU type. @default "x86-64-v2-AES" */
+  cpuType: z.string().min(1).optional(),
+});
+
+/** A node as written in the stack file. */
+export type RawNode = z.infer<typeof nodeSchema>;
+/** A Proxmox node as written in the stack file. */
+export type RawProxmoxNode = z.infer<typeof proxmoxNode>;
+/** A bare-metal node as written in the stack file. */
+export type RawBaremetalNode = z.infer<typeof baremetalNode>;
+/** The cluster settings as written in the stack file. */
+export type RawCluster = z.infer<typeof clusterSchema>;
+/** The Proxmox settings as written in the stack file. */
+export type RawProxmox = z.infer<typeof proxmoxSchema>;
+/** A config patch as written in the stack file. */
+export type RawPatch = z.infer<typeof patch>;

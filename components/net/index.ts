@@ -1,0 +1,2 @@
+export * from "./addresses";
+export * from "./mac";

@@ -1,0 +1,34 @@
+// The one interface every platform implements. The cluster component only knows how a node takes its
+// configuration (pushed to an address, or handed over as user data at creation) and where it answers.
+import * as pulumi from "@pulumi/pulumi";
+import type { NodeSpec } from "../config/types";
+
+/** What the Talos provider does to a node when its pushed configuration is removed from the stack. */
+export interface OnDestroyAction {
+  readonly graceful: boolean;
+  readonly reboot: boolean;
+  readonly reset: boolean;
+}
+
+/** How a node receives its machine configuration. */
+export type ConfigDelivery =
+  /** Pushed to the node's Talos API (maintenance mode on first apply). */
+  | { readonly kind: "push"; readonly onDestroy?: OnDestroyAction }
+  /** Handed to the machine at creation (cloud user data); later changes are pushed. */
+  | { readonly kind: "userData" };
+
+/** A node's machine, whatever it runs on. Implemented by one component per platform. */
+export interface TalosMachine extends pulumi.ComponentResource {
+  /** Where the node's Talos API answers (port 50000), before and after configuration. */
+  readonly talosAddress: string;
+  readonly delivery: ConfigDelivery;
+}
+
+/** What a platform needs to create one node's machine. */
+export interface MachineRequest {
+  readonly node: NodeSpec;
+  /** The node's complete machine configuration (secret), for platforms that deliver it as user data. */
+  readonly machineConfiguration: pulumi.Output<string>;
+  /** Protect the machine from deletion (control planes). */
+  readonly protect: boolean;
+}

@@ -1,0 +1,106 @@
+import * as proxmoxve from "@muhlba91/pulumi-proxmoxve";
+import * as pulumi from "@pulumi/pulumi";
+import type { ProxmoxNodeSpec } from "../../config/types";
+import { parseCidr } from "../../net";
+import type { ConfigDelivery, TalosMachine } from "../machine";
+import type { ProxmoxPlatform } from "./platform";
+
+/** Inputs of a {@link ProxmoxNode}. */
+export interface ProxmoxNodeArgs {
+  readonly node: ProxmoxNodeSpec;
+  readonly platform: ProxmoxPlatform;
+  /** DNS servers for the VM's cloud-init network config. */
+  readonly nameservers: readonly string[];
+  /** Enable the QEMU guest agent channel (only when the image carries the extension). */
+  readonly guestAgent: boolean;
+  readonly clusterName: string;
+  /** Protect the VM from deletion. */
+  readonly protect: boolean;
+}
+
+/**
+ * The VM's cloud-init network settings: its first IPv4 and first IPv6 address with their gateways, so
+ * the nocloud image comes up in maintenance mode at the address the config is pushed to.
+ */
+export function cloudInitIpConfig(node: ProxmoxNodeSpec): { ipv4?: { address: string; gateway?: string }; ipv6?: { address: string; gateway?: string } } {
+  const ipv4 = node.network.addresses.find((a) => parseCidr(a)?.family === 4);
+  const ipv6 = node.network.addresses.find((a) => parseCidr(a)?.family === 6);
+  return {
+    ...(ipv4 ? { ipv4: { address: ipv4, ...(node.network.gateway ? { gateway: node.network.gateway } : {}) } } : {}),
+    ...(ipv6 ? { ipv6: { address: ipv6, ...(node.network.gateway6 ? { gateway: node.network.gateway6 } : {}) } } : {}),
+  };
+}
+
+/**
+ * A Talos node as a Proxmox VM, booted from the nocloud image with its static address from cloud-init.
+ * The machine config is pushed to that address, so no secret ever lands on Proxmox storage, and a
+ * config change never touches the VM. The boot image is ignored after creation: upgrades go through
+ * the Talos API, never through a new disk.
+ */
+export class ProxmoxNode extends pulumi.ComponentResource implements TalosMachine {
+  public readonly talosAddress: string;
+  public readonly delivery: ConfigDelivery = { kind: "push" };
+  /** The VM. */
+  public readonly vm: proxmoxve.VmLegacy;
+
+  constructor(name: string, args: ProxmoxNodeArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("platform:proxmox:Node", name, {}, opts);
+    const { node, platform } = args;
+    const vm = node.proxmox;
+    this.talosAddress = node.talosAddress;
+    this.vm = new proxmoxve.VmLegacy(
+      `${name}-vm`,
+      {
+        nodeName: vm.host,
+        vmId: vm.vmId,
+        name: node.name,
+        description: `Talos ${node.role} of cluster ${args.clusterName}; managed by Pulumi (talos-platform).`,
+        tags: ["talos", args.clusterName, node.role],
+        onBoot: true,
+        started: true,
+        stopOnDestroy: true,
+        machine: "q35",
+        scsiHardware: "virtio-scsi-single",
+        operatingSystem: { type: "l26" },
+        agent: { enabled: args.guestAgent },
+        cpu: { cores: vm.cores, type: vm.cpuType },
+        memory: { dedicated: vm.memory },
+        disks: [
+          {
+            interface: "scsi0",
+            datastoreId: vm.datastore,
+            fileId: platform.imageOn(vm.host).id,
+            fileFormat: "raw",
+            size: vm.diskSize,
+            discard: "on",
+            ssd: true,
+            iothread: true,
+          },
+        ],
+        networkDevices: [
+          {
+            bridge: vm.bridge,
+            macAddress: node.network.mac.toUpperCase(),
+            model: "virtio",
+            ...(vm.vlan !== undefined ? { vlanId: vm.vlan } : {}),
+            ...(node.network.mtu !== undefined ? { mtu: node.network.mtu } : {}),
+          },
+        ],
+        initialization: {
+          datastoreId: vm.datastore,
+          type: "nocloud",
+          ipConfigs: [cloudInitIpConfig(node)],
+          ...(args.nameservers.length > 0 ? { dns: { servers: [...args.nameservers] } } : {}),
+        },
+      },
+      {
+        parent: this,
+        provider: platform.provider,
+        protect: args.protect,
+        // A new Talos version downloads a new image; the VM keeps its disk and is upgraded in place.
+        ignoreChanges: ["disks[0].fileId"],
+      },
+    );
+    this.registerOutputs({ vmId: this.vm.vmId });
+  }
+}

@@ -1,0 +1,210 @@
+import * as pulumi from "@pulumi/pulumi";
+import * as talos from "@pulumiverse/talos";
+import type { ClusterSpec, NodeSpec } from "../config/types";
+import { MachineFactory, PlatformSettings } from "../nodes/factory";
+import type { TalosMachine } from "../nodes/machine";
+import { clientCredentials, ClientCredentials, machineSecretsInput } from "./credentials";
+import { ImageCatalog } from "./imageFactory";
+import { machinePatches } from "./patches";
+
+/** Inputs of a {@link TalosCluster}: validated settings, never raw config. */
+export interface TalosClusterArgs {
+  readonly cluster: ClusterSpec;
+  readonly nodes: readonly NodeSpec[];
+  readonly platforms: PlatformSettings;
+}
+
+/** One node of the cluster: its machine and, for pushed configs, the apply that configures it. */
+interface Member {
+  readonly node: NodeSpec;
+  readonly machine: TalosMachine;
+  readonly apply?: talos.machine.ConfigurationApply;
+}
+
+/** Talos API addresses by node name. */
+export type AddressesByName = Record<string, string>;
+
+/**
+ * A Talos cluster: machine secrets (kept forever), one machine config per node, the machines on their
+ * platforms, the config pushed to nodes that take it over the Talos API, etcd bootstrapped once on the
+ * first control plane, a health gate, and admin kubeconfig and talosconfig.
+ */
+export class TalosCluster extends pulumi.ComponentResource {
+  /** The Kubernetes API URL, `https://<endpoint>:6443`. */
+  public readonly endpoint: pulumi.Output<string>;
+  /** Control-plane Talos API addresses by node name. */
+  public readonly controlPlanes: pulumi.Output<AddressesByName>;
+  /** Worker Talos API addresses by node name. */
+  public readonly workers: pulumi.Output<AddressesByName>;
+  /** Admin kubeconfig (secret). */
+  public readonly kubeconfig: pulumi.Output<string>;
+  /** talosconfig for talosctl (secret). */
+  public readonly talosconfig: pulumi.Output<string>;
+  /** The hash of the config last applied to each pushed node, by node name (for drift checks). */
+  public readonly configHashes: pulumi.Output<Record<string, string>>;
+  /** The health check's result; undefined on previews or when disabled. */
+  public readonly health?: pulumi.Output<talos.cluster.GetHealthResult>;
+  /** The machine secrets resource (protected). */
+  public readonly secrets: talos.machine.Secrets;
+
+  constructor(name: string, args: TalosClusterArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("platform:talos:Cluster", name, {}, opts);
+    const { cluster, nodes } = args;
+
+    // Lowering talosVersion on this resource would regenerate the PKI and orphan every node, so the
+    // contract it was created with is kept, and deleting it needs an explicit unprotect.
+    this.secrets = new talos.machine.Secrets(
+      `${name}-secrets`,
+      { talosVersion: cluster.configContract },
+      {
+        parent: this,
+        protect: true,
+        ignoreChanges: ["talosVersion"],
+        additionalSecretOutputs: ["machineSecrets", "clientConfiguration"],
+      },
+    );
+    const machineSecrets = machineSecretsInput(this.secrets.machineSecrets);
+    const client = clientCredentials(this.secrets.clientConfiguration);
+
+    const images = new ImageCatalog(name, cluster.talosVersion, cluster.imageFactory, this);
+    const machines = new MachineFactory(cluster, args.platforms, images, this);
+
+    const members: Member[] = nodes.map((node) => {
+      const installer = images.forPlatform(node.platform).urls.installer;
+      const machineConfiguration = pulumi.secret(
+        talos.machine.getConfigurationOutput(
+          {
+            clusterName: cluster.name,
+            clusterEndpoint: cluster.endpointUrl,
+            machineSecrets,
+            machineType: node.role,
+            configPatches: installer.apply((image) => machinePatches(cluster, node, image)),
+            kubernetesVersion: cluster.kubernetesVersion,
+            talosVersion: cluster.configContract,
+            docs: false,
+            examples: false,
+          },
+          { parent: this },
+        ).machineConfiguration,
+      );
+      const machine = machines.create({
+        node,
+        machineConfiguration,
+        protect: node.role === "controlplane" && cluster.protectControlPlanes,
+      });
+      return { node, machine, apply: this.pushConfig(name, cluster, node, machine, machineConfiguration, client) };
+    });
+
+    const controlPlanes = members.filter((m) => m.node.role === "controlplane");
+    const workers = members.filter((m) => m.node.role === "worker");
+    const first = controlPlanes[0];
+    const configured = (m: Member): pulumi.Resource => m.apply ?? m.machine;
+
+    // Exactly once, on the first control plane, after its config is in place. Bootstrapping a
+    // bootstrapped node hangs until timeout, so later changes (say, that node being replaced) are ignored.
+    const bootstrap = new talos.machine.Bootstrap(
+      `${name}-bootstrap`,
+      { node: first.machine.talosAddress, clientConfiguration: client, timeouts: { create: "10m" } },
+      {
+        parent: this,
+        dependsOn: [configured(first)],
+        ignoreChanges: ["node", "endpoint", "clientConfiguration", "timeouts"],
+      },
+    );
+
+    const cpAddresses = controlPlanes.map((m) => m.machine.talosAddress);
+    const workerAddresses = workers.map((m) => m.machine.talosAddress);
+
+    // Only on `up`: a preview must work while the cluster is down.
+    if (cluster.health.enabled && !pulumi.runtime.isDryRun()) {
+      this.health = talos.cluster.getHealthOutput(
+        {
+          clientConfiguration: client,
+          controlPlaneNodes: cpAddresses,
+          workerNodes: workerAddresses,
+          endpoints: cpAddresses,
+          // Without a CNI (Cilium arrives later through Flux) nodes stay NotReady: check Talos and etcd only.
+          skipKubernetesChecks: cluster.network.cni === "none",
+          timeouts: { read: cluster.health.timeout },
+        },
+        { parent: this, dependsOn: [bootstrap, ...members.map(configured)] },
+      );
+    }
+
+    const kubeconfig = new talos.cluster.Kubeconfig(
+      `${name}-kubeconfig`,
+      {
+        clientConfiguration: client,
+        // Fetched only once the health gate passed, when there is one.
+        node: this.health ? this.health.apply(() => first.machine.talosAddress) : first.machine.talosAddress,
+      },
+      { parent: this, dependsOn: [bootstrap] },
+    );
+
+    this.endpoint = pulumi.output(cluster.endpointUrl);
+    this.controlPlanes = pulumi.output(addressesByName(controlPlanes));
+    this.workers = pulumi.output(addressesByName(workers));
+    this.kubeconfig = pulumi.secret(kubeconfig.kubeconfigRaw);
+    this.talosconfig = pulumi.secret(
+      talos.client.getConfigurationOutput(
+        { clusterName: cluster.name, clientConfiguration: client, endpoints: cpAddresses, nodes: [...cpAddresses, ...workerAddresses] },
+        { parent: this },
+      ).talosConfig,
+    );
+    this.configHashes = pulumi
+      .all(members.filter((m) => m.apply).map((m) => pulumi.all([m.node.name, m.apply!.machineConfigurationHash])))
+      .apply((pairs) => Object.fromEntries(pairs));
+
+    this.registerOutputs({
+      endpoint: this.endpoint,
+      controlPlanes: this.controlPlanes,
+      workers: this.workers,
+      kubeconfig: this.kubeconfig,
+      talosconfig: this.talosconfig,
+      configHashes: this.configHashes,
+      health: this.health,
+    });
+  }
+
+  /** Pushes a node's config to its Talos API, when the node takes it that way. */
+  private pushConfig(
+    name: string,
+    cluster: ClusterSpec,
+    node: NodeSpec,
+    machine: TalosMachine,
+    machineConfiguration: pulumi.Output<string>,
+    client: ClientCredentials,
+  ): talos.machine.ConfigurationApply | undefined {
+    const delivery = machine.delivery;
+    switch (delivery.kind) {
+      case "userData":
+        return undefined;
+      case "push":
+        return new talos.machine.ConfigurationApply(
+          `${name}-${node.name}-config`,
+          {
+            node: machine.talosAddress,
+            clientConfiguration: client,
+            machineConfigurationInput: machineConfiguration,
+            applyMode: cluster.applyMode,
+            ...(delivery.onDestroy ? { onDestroy: delivery.onDestroy } : {}),
+            timeouts: { create: "10m", update: "10m", delete: "5m" },
+          },
+          {
+            parent: this,
+            dependsOn: [machine],
+            // Removing a control plane whose removal resets it must be a deliberate act.
+            protect: node.role === "controlplane" && cluster.protectControlPlanes && delivery.onDestroy?.reset === true,
+          },
+        );
+      default: {
+        const unhandled: never = delivery;
+        throw new Error(`unknown delivery ${JSON.stringify(unhandled)}`);
+      }
+    }
+  }
+}
+
+function addressesByName(members: readonly Member[]): AddressesByName {
+  return Object.fromEntries(members.map((m) => [m.node.name, m.machine.talosAddress]));
+}

@@ -1,0 +1,142 @@
+// Talos machine-config patch builders. Each returns one document (a v1alpha1 fragment or a Talos 1.13
+// network document); renderPatches turns a list into the YAML strings `getConfiguration` takes.
+// Pure: no resources, no Outputs.
+import { stringify } from "yaml";
+import type { ClusterSpec, NodeNetworkSpec, NodeSpec } from "../config/types";
+
+/** One config document or v1alpha1 fragment. */
+export type ConfigDocument = Record<string, unknown>;
+
+/** The alias given to a node's primary NIC when it is selected by MAC. */
+export const PRIMARY_LINK_ALIAS = "net0";
+
+const doc = (kind: string, body: Record<string, unknown>): ConfigDocument => ({ apiVersion: "v1alpha1", kind, ...body });
+
+/** A static hostname. `auto: off` because generated 1.12+ configs carry `auto: stable`, and a merged document may not hold both sources. */
+export function hostnameDocument(hostname: string): ConfigDocument {
+  return doc("HostnameConfig", { hostname, auto: "off" });
+}
+
+/** Names the NIC with `mac` as `alias`, so later documents need not know the kernel's interface name. */
+export function linkAliasDocument(alias: string, mac: string): ConfigDocument {
+  return doc("LinkAliasConfig", { name: alias, selector: { match: `mac(link.permanent_addr) == "${mac.toLowerCase()}"` } });
+}
+
+/** The link the node's network documents configure: the MAC alias, or the named interface. */
+export function linkName(network: NodeNetworkSpec): string {
+  if (network.mac) return PRIMARY_LINK_ALIAS;
+  if (network.interface) return network.interface;
+  throw new Error("a node network needs a mac or an interface (validation should have caught this)");
+}
+
+/** Static addresses and default routes on the node's link. */
+export function linkDocument(network: NodeNetworkSpec): ConfigDocument {
+  const routes = [network.gateway, network.gateway6].filter((g): g is string => g !== undefined).map((gateway) => ({ gateway }));
+  return doc("LinkConfig", {
+    name: linkName(network),
+    up: true,
+    addresses: network.addresses.map((address) => ({ address })),
+    ...(routes.length > 0 ? { routes } : {}),
+    ...(network.mtu !== undefined ? { mtu: network.mtu } : {}),
+  });
+}
+
+/** A layer-2 VIP for the Kubernetes API, announced by one control plane at a time. */
+export function vipDocument(vip: string, link: string): ConfigDocument {
+  return doc("Layer2VIPConfig", { name: vip, link });
+}
+
+/** DNS servers and search domains. */
+export function resolverDocument(nameservers: readonly string[], searchDomains: readonly string[]): ConfigDocument {
+  return doc("ResolverConfig", {
+    ...(nameservers.length > 0 ? { nameservers: nameservers.map((address) => ({ address })) } : {}),
+    ...(searchDomains.length > 0 ? { searchDomains: { domains: [...searchDomains] } } : {}),
+  });
+}
+
+/** NTP servers. */
+export function timeSyncDocument(servers: readonly string[]): ConfigDocument {
+  return doc("TimeSyncConfig", { ntp: { servers: [...servers] } });
+}
+
+/** The install disk and the installer image (used by installs and as the upgrade reference). */
+export function installPatch(disk: string, image: string): ConfigDocument {
+  return { machine: { install: { disk, image } } };
+}
+
+/** Extra names on the Talos API and Kubernetes API certificates. */
+export function certSansPatch(sans: readonly string[]): ConfigDocument {
+  return { machine: { certSANs: [...sans] }, cluster: { apiServer: { certSANs: [...sans] } } };
+}
+
+/** CNI, kube-proxy and subnets. `cni: none` + kube-proxy off is the shape Cilium wants. */
+export function clusterNetworkPatch(network: ClusterSpec["network"]): ConfigDocument {
+  return {
+    cluster: {
+      network: {
+        cni: { name: network.cni },
+        ...(network.podSubnets ? { podSubnets: [...network.podSubnets] } : {}),
+        ...(network.serviceSubnets ? { serviceSubnets: [...network.serviceSubnets] } : {}),
+      },
+      ...(network.kubeProxy ? {} : { proxy: { disabled: true } }),
+    },
+  };
+}
+
+/** Lets workloads run on control planes (clusters without workers). */
+export function schedulingPatch(allow: boolean): ConfigDocument {
+  return { cluster: { allowSchedulingOnControlPlanes: allow } };
+}
+
+/** Kubernetes node labels. */
+export function nodeLabelsPatch(labels: Readonly<Record<string, string>>): ConfigDocument {
+  return { machine: { nodeLabels: { ...labels } } };
+}
+
+/** The certificate SANs a cluster needs: its endpoint, its VIP, and any extras, once each. */
+export function clusterSans(cluster: ClusterSpec): string[] {
+  return [...new Set([cluster.endpoint, ...(cluster.vip ? [cluster.vip] : []), ...cluster.certSANs])];
+}
+
+/** Documents every node of the cluster gets, before role or node specifics. */
+export function clusterDocuments(cluster: ClusterSpec): ConfigDocument[] {
+  const { nameservers, searchDomains, ntpServers } = cluster.network;
+  return [
+    certSansPatch(clusterSans(cluster)),
+    clusterNetworkPatch(cluster.network),
+    ...(nameservers.length + searchDomains.length > 0 ? [resolverDocument(nameservers, searchDomains)] : []),
+    ...(ntpServers.length > 0 ? [timeSyncDocument(ntpServers)] : []),
+  ];
+}
+
+/** Documents specific to one node: identity, disk, image, network, VIP. */
+export function nodeDocuments(cluster: ClusterSpec, node: NodeSpec, installerImage: string): ConfigDocument[] {
+  const documents: ConfigDocument[] = [hostnameDocument(node.name), installPatch(node.installDisk, installerImage)];
+  if (node.role === "controlplane") documents.push(schedulingPatch(cluster.allowSchedulingOnControlPlanes));
+  if (Object.keys(node.labels).length > 0) documents.push(nodeLabelsPatch(node.labels));
+  const network = node.network;
+  if (network) {
+    if (network.mac) documents.push(linkAliasDocument(PRIMARY_LINK_ALIAS, network.mac));
+    documents.push(linkDocument(network));
+    if (node.role === "controlplane" && cluster.vip) documents.push(vipDocument(cluster.vip, linkName(network)));
+  }
+  return documents;
+}
+
+/** Serializes documents, one YAML patch per document. */
+export function renderPatches(documents: readonly ConfigDocument[]): string[] {
+  return documents.map((document) => stringify(document));
+}
+
+/**
+ * Every patch for one node, in merge order: generated cluster documents, generated node documents, then
+ * the stack file's cluster-wide, role and node patches, so an operator's patch always has the last word.
+ */
+export function machinePatches(cluster: ClusterSpec, node: NodeSpec, installerImage: string): string[] {
+  return [
+    ...renderPatches([...clusterDocuments(cluster), ...nodeDocuments(cluster, node, installerImage)]),
+    ...cluster.patches.all,
+    ...cluster.patches[node.role],
+    ...node.patches,
+  ];
+}

@@ -1,0 +1,53 @@
+// Talos and Kubernetes version rules, from Talos' own support matrix. Pure: no resources, no config.
+import * as semver from "semver";
+
+/** One Talos minor release line and what it supports. */
+export interface TalosRelease {
+  /** `1.13`. */
+  readonly minor: string;
+  /** The oldest Talos version that may upgrade straight to this line. */
+  readonly upgradeFrom: string;
+  /** Oldest and newest supported Kubernetes minors, inclusive. */
+  readonly kubernetes: { readonly min: string; readonly max: string };
+}
+
+/** The Talos lines this program knows, oldest first. A new line is a new row. */
+export const TALOS_RELEASES: readonly TalosRelease[] = [
+  { minor: "1.10", upgradeFrom: "1.8.0", kubernetes: { min: "1.28", max: "1.33" } },
+  { minor: "1.11", upgradeFrom: "1.9.0", kubernetes: { min: "1.29", max: "1.34" } },
+  { minor: "1.12", upgradeFrom: "1.10.0", kubernetes: { min: "1.30", max: "1.35" } },
+  { minor: "1.13", upgradeFrom: "1.11.0", kubernetes: { min: "1.31", max: "1.36" } },
+  { minor: "1.14", upgradeFrom: "1.12.0", kubernetes: { min: "1.32", max: "1.37" } },
+];
+
+/** A strict `MAJOR.MINOR.PATCH` with an optional leading `v`; undefined when malformed. */
+export function parseVersion(value: string): semver.SemVer | undefined {
+  if (!/^v?\d+\.\d+\.\d+$/.test(value)) return undefined;
+  return semver.parse(value.replace(/^v/, "")) ?? undefined;
+}
+
+/** `1.13` for `v1.13.9`. */
+export function minorOf(version: semver.SemVer): string {
+  return `${version.major}.${version.minor}`;
+}
+
+/** The release line a Talos version belongs to, if known. */
+export function talosRelease(version: semver.SemVer): TalosRelease | undefined {
+  return TALOS_RELEASES.find((release) => release.minor === minorOf(version));
+}
+
+/** Compares two `MAJOR.MINOR` strings numerically. */
+export function compareMinor(a: string, b: string): number {
+  return semver.compare(`${a}.0`, `${b}.0`);
+}
+
+/** True when the Talos release supports the Kubernetes version. */
+export function supportsKubernetes(release: TalosRelease, kubernetes: semver.SemVer): boolean {
+  const minor = minorOf(kubernetes);
+  return compareMinor(minor, release.kubernetes.min) >= 0 && compareMinor(minor, release.kubernetes.max) <= 0;
+}
+
+/** `v1.13.9` — Talos versions are written with a `v` everywhere (images, installer tags). */
+export function talosTag(version: semver.SemVer): string {
+  return `v${version.version}`;
+}
