@@ -88,7 +88,7 @@ function checkPatch(path: KeyPath, patch: RawPatch, problems: Problems): void {
   const values: unknown[] = typeof patch === "string" ? [] : [patch];
   for (const document of Array.isArray(documents) ? documents : [documents]) {
     if (document.errors.length > 0) {
-      problems.add(path, `is not valid YAML (${document.errors[0].message.split("\n")[0]})`);
+      problems.add(path, `is not valid YAML (${document.errors[0].message.split("\n")[0].replace(/:$/, "")})`);
       return;
     }
     values.push(document.toJS());
@@ -127,7 +127,10 @@ const controlPlaneCount: Rule = ({ rawNodes }, problems) => {
     problems.add(["nodes"], "the cluster has no nodes", { hint: "List 1, 3 or 5 control planes and any workers" });
     return;
   }
-  const controlPlanes = rawNodes.filter((n) => (n as { role?: unknown } | null)?.role === "controlplane").length;
+  const roles = rawNodes.map((n) => (n as { role?: unknown } | null)?.role);
+  // A node with a broken role is reported on its own; counting around it would only add noise.
+  if (roles.some((role) => role !== "controlplane" && role !== "worker")) return;
+  const controlPlanes = roles.filter((role) => role === "controlplane").length;
   if (controlPlanes === 0) {
     problems.add(["nodes"], "a cluster needs at least one control plane", { got: 0, hint: "Use 1, 3 or 5" });
   } else if (controlPlanes % 2 === 0) {

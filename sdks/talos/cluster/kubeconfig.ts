@@ -36,15 +36,15 @@ export class Kubeconfig extends pulumi.CustomResource {
     return pulumi.CustomResource.isInstance(obj) && (obj as any).__pulumiType === Kubeconfig.__pulumiType;
   }
 
-  public readonly certificateRenewalDuration!: pulumi.Output<string>;
-  public readonly clientConfiguration!: pulumi.Output<outputs.cluster.KubeconfigClientConfiguration>;
-  public readonly endpoint!: pulumi.Output<string>;
+  declare readonly certificateRenewalDuration: pulumi.Output<string>;
+  declare readonly clientConfiguration: pulumi.Output<outputs.cluster.KubeconfigClientConfiguration>;
+  declare readonly endpoint: pulumi.Output<string>;
   /** The kubeconfig YAML (secret). */
-  public readonly kubeconfigRaw!: pulumi.Output<string>;
+  declare readonly kubeconfigRaw: pulumi.Output<string>;
   /** The kubeconfig's parts. */
-  public readonly kubernetesClientConfiguration!: pulumi.Output<outputs.cluster.KubeconfigKubernetesClientConfiguration>;
-  public readonly node!: pulumi.Output<string>;
-  public readonly timeouts!: pulumi.Output<outputs.cluster.KubeconfigTimeouts | undefined>;
+  declare readonly kubernetesClientConfiguration: pulumi.Output<outputs.cluster.KubeconfigKubernetesClientConfiguration>;
+  declare readonly node: pulumi.Output<string>;
+  declare readonly timeouts: pulumi.Output<outputs.cluster.KubeconfigTimeouts | undefined>;
 
   constructor(name: string, args: KubeconfigArgs, opts?: pulumi.CustomResourceOptions);
   constructor(name: string, argsOrState: KubeconfigArgs | KubeconfigState, opts?: pulumi.CustomResourceOptions) {

@@ -25,7 +25,7 @@ export class Schematic extends pulumi.CustomResource {
     return pulumi.CustomResource.isInstance(obj) && (obj as any).__pulumiType === Schematic.__pulumiType;
   }
 
-  public readonly schematic!: pulumi.Output<string | undefined>;
+  declare readonly schematic: pulumi.Output<string | undefined>;
 
   constructor(name: string, args?: SchematicArgs, opts?: pulumi.CustomResourceOptions) {
     const inputs: pulumi.Inputs = { schematic: args?.schematic };

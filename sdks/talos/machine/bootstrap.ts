@@ -35,11 +35,11 @@ export class Bootstrap extends pulumi.CustomResource {
     return pulumi.CustomResource.isInstance(obj) && (obj as any).__pulumiType === Bootstrap.__pulumiType;
   }
 
-  public readonly clientConfiguration!: pulumi.Output<outputs.machine.ClientConfiguration | undefined>;
-  public readonly clientConfigurationWo!: pulumi.Output<outputs.machine.ClientConfiguration | undefined>;
-  public readonly endpoint!: pulumi.Output<string>;
-  public readonly node!: pulumi.Output<string>;
-  public readonly timeouts!: pulumi.Output<outputs.machine.BootstrapTimeouts | undefined>;
+  declare readonly clientConfiguration: pulumi.Output<outputs.machine.ClientConfiguration | undefined>;
+  declare readonly clientConfigurationWo: pulumi.Output<outputs.machine.ClientConfiguration | undefined>;
+  declare readonly endpoint: pulumi.Output<string>;
+  declare readonly node: pulumi.Output<string>;
+  declare readonly timeouts: pulumi.Output<outputs.machine.BootstrapTimeouts | undefined>;
 
   constructor(name: string, args: BootstrapArgs, opts?: pulumi.CustomResourceOptions);
   constructor(name: string, argsOrState: BootstrapArgs | BootstrapState, opts?: pulumi.CustomResourceOptions) {

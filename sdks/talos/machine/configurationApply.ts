@@ -49,22 +49,22 @@ export class ConfigurationApply extends pulumi.CustomResource {
     return pulumi.CustomResource.isInstance(obj) && (obj as any).__pulumiType === ConfigurationApply.__pulumiType;
   }
 
-  public readonly applyMode!: pulumi.Output<string>;
-  public readonly clientConfiguration!: pulumi.Output<outputs.machine.ClientConfiguration | undefined>;
-  public readonly clientConfigurationWo!: pulumi.Output<outputs.machine.ClientConfiguration | undefined>;
-  public readonly configPatches!: pulumi.Output<string[] | undefined>;
-  public readonly endpoint!: pulumi.Output<string>;
+  declare readonly applyMode: pulumi.Output<string>;
+  declare readonly clientConfiguration: pulumi.Output<outputs.machine.ClientConfiguration | undefined>;
+  declare readonly clientConfigurationWo: pulumi.Output<outputs.machine.ClientConfiguration | undefined>;
+  declare readonly configPatches: pulumi.Output<string[] | undefined>;
+  declare readonly endpoint: pulumi.Output<string>;
   /** The configuration as applied, patches merged (secret). */
-  public readonly machineConfiguration!: pulumi.Output<string>;
+  declare readonly machineConfiguration: pulumi.Output<string>;
   /** A hash of the applied configuration. */
-  public readonly machineConfigurationHash!: pulumi.Output<string>;
-  public readonly machineConfigurationInput!: pulumi.Output<string | undefined>;
-  public readonly machineConfigurationInputWo!: pulumi.Output<string | undefined>;
-  public readonly node!: pulumi.Output<string>;
-  public readonly onDestroy!: pulumi.Output<outputs.machine.ConfigurationApplyOnDestroy | undefined>;
+  declare readonly machineConfigurationHash: pulumi.Output<string>;
+  declare readonly machineConfigurationInput: pulumi.Output<string | undefined>;
+  declare readonly machineConfigurationInputWo: pulumi.Output<string | undefined>;
+  declare readonly node: pulumi.Output<string>;
+  declare readonly onDestroy: pulumi.Output<outputs.machine.ConfigurationApplyOnDestroy | undefined>;
   /** The apply mode the provider actually used. */
-  public readonly resolvedApplyMode!: pulumi.Output<string>;
-  public readonly timeouts!: pulumi.Output<outputs.machine.Timeout | undefined>;
+  declare readonly resolvedApplyMode: pulumi.Output<string>;
+  declare readonly timeouts: pulumi.Output<outputs.machine.Timeout | undefined>;
 
   constructor(name: string, args: ConfigurationApplyArgs, opts?: pulumi.CustomResourceOptions);
   constructor(name: string, argsOrState: ConfigurationApplyArgs | ConfigurationApplyState, opts?: pulumi.CustomResourceOptions) {

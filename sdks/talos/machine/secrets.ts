@@ -31,11 +31,11 @@ export class Secrets extends pulumi.CustomResource {
   }
 
   /** Talos API client credentials (admin). */
-  public readonly clientConfiguration!: pulumi.Output<outputs.machine.ClientConfiguration>;
+  declare readonly clientConfiguration: pulumi.Output<outputs.machine.ClientConfiguration>;
   /** The machine secrets. */
-  public readonly machineSecrets!: pulumi.Output<outputs.machine.MachineSecrets>;
+  declare readonly machineSecrets: pulumi.Output<outputs.machine.MachineSecrets>;
   /** The Talos version the secrets were generated for. */
-  public readonly talosVersion!: pulumi.Output<string>;
+  declare readonly talosVersion: pulumi.Output<string>;
 
   constructor(name: string, args?: SecretsArgs, opts?: pulumi.CustomResourceOptions);
   constructor(name: string, argsOrState?: SecretsArgs | SecretsState, opts?: pulumi.CustomResourceOptions) {

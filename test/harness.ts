@@ -1,0 +1,89 @@
+// Runs the foundation program under the recording mocks with a given stack config.
+import * as pulumi from "@pulumi/pulumi";
+import { readFileSync } from "node:fs";
+import * as path from "node:path";
+import { parse } from "yaml";
+import { Recorder } from "./mocks";
+
+export const PROJECT = "talos-platform";
+export const ROOT = path.resolve(__dirname, "..");
+
+/** The value of an Output (rejects when it failed). */
+export function unwrap<T>(output: pulumi.Output<T> | T): Promise<T> {
+  return pulumi.Output.isInstance(output) ? ((output as any).promise() as Promise<T>) : Promise.resolve(output as T);
+}
+
+/** Whether an Output is secret. */
+export function isSecret<T>(output: pulumi.Output<T>): Promise<boolean> {
+  return pulumi.isSecret(output);
+}
+
+/** A stack's config as `{ key-without-namespace: value }`, e.g. `{ cluster: {...}, nodes: [...] }`. */
+export type StackValues = Record<string, unknown>;
+
+/** The `talos-platform:*` values of a stack file in the repository. */
+export function readStackFile(stack: string): StackValues {
+  const file = parse(readFileSync(path.join(ROOT, `Pulumi.${stack}.yaml`), "utf8")) as { config: Record<string, unknown> };
+  return Object.fromEntries(
+    Object.entries(file.config)
+      .filter(([key]) => key.startsWith(`${PROJECT}:`))
+      .map(([key, value]) => [key.slice(PROJECT.length + 1), value]),
+  );
+}
+
+/** Options of one mocked run. */
+export interface RunOptions {
+  readonly stack?: string;
+  /** A preview (dry run) instead of an update. */
+  readonly preview?: boolean;
+  /** Config keys to pass as secrets, e.g. { proxmoxApiToken: "..." }. */
+  readonly secrets?: Record<string, string>;
+  readonly recorder?: Recorder;
+  /** The run is expected to log runtime errors (a failing invoke); otherwise any logged error fails it. */
+  readonly expectErrors?: boolean;
+}
+
+/** How many errors the Pulumi runtime has logged so far in this process. */
+function runtimeErrorCount(): number {
+  return require("@pulumi/pulumi/runtime/state").getStore().logErrorCount as number;
+}
+
+/** Sets up fresh mocks and config for one run of a program. */
+export async function setupRun(values: StackValues, options: RunOptions = {}): Promise<Recorder> {
+  const recorder = options.recorder ?? new Recorder();
+  recorder.install();
+  await pulumi.runtime.setMocks(recorder.mocks, PROJECT, options.stack ?? "test", options.preview ?? false);
+  const config: Record<string, string> = {};
+  for (const [key, value] of Object.entries(values)) {
+    config[`${PROJECT}:${key}`] = typeof value === "string" ? value : JSON.stringify(value);
+  }
+  for (const [key, value] of Object.entries(options.secrets ?? {})) config[`${PROJECT}:${key}`] = value;
+  pulumi.runtime.setAllConfig(config, Object.keys(options.secrets ?? {}).map((k) => `${PROJECT}:${k}`));
+  return recorder;
+}
+
+/** Resolves every Output in a (possibly nested) result object. */
+export async function resolveAll(value: unknown): Promise<any> {
+  if (pulumi.Output.isInstance(value)) return resolveAll(await unwrap(value));
+  if (Array.isArray(value)) return Promise.all(value.map(resolveAll));
+  if (value !== null && typeof value === "object") {
+    const entries = await Promise.all(Object.entries(value).map(async ([k, v]) => [k, await resolveAll(v)] as const));
+    return Object.fromEntries(entries);
+  }
+  return value;
+}
+
+/** Runs the foundation program once and waits until every registration has finished. */
+export async function runFoundation(values: StackValues, options: RunOptions = {}) {
+  const recorder = await setupRun(values, options);
+  const errorsBefore = runtimeErrorCount();
+  const { foundation } = await import("../components/foundation");
+  const outputs = foundation();
+  const resolved = options.preview || options.expectErrors ? undefined : await resolveAll(outputs);
+  await recorder.settled();
+  const runtimeErrors = runtimeErrorCount() - errorsBefore;
+  if (runtimeErrors > 0 && !options.expectErrors) {
+    throw new Error(`the program logged ${runtimeErrors} runtime error(s); see the output above`);
+  }
+  return { recorder, outputs, resolved, runtimeErrors };
+}

@@ -1,0 +1,280 @@
+// One mock engine for every test: records each registered resource (inputs, which inputs are secret,
+// options such as protect/ignoreChanges/dependsOn, plugin version) and each invoke, answers with
+// realistic fake state, and throws on any invoke it does not know so a new call is never silently faked.
+import * as pulumi from "@pulumi/pulumi";
+import { MockMonitor } from "@pulumi/pulumi/runtime/mocks";
+import { createHash } from "node:crypto";
+import { stringify } from "yaml";
+
+const SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270";
+const SIG_KEY = "4dabf18193072939515e22adb298388d";
+
+/** Every fake key or token the mocks hand out contains this marker, so a leak is easy to find. */
+export const FAKE_SECRET_MARKER = "FAKE-SECRET";
+
+/** Options the program passed when registering a resource. */
+export interface RecordedOptions {
+  readonly protect: boolean;
+  readonly ignoreChanges: string[];
+  readonly additionalSecretOutputs: string[];
+  readonly dependencies: string[];
+  readonly parent: string;
+  readonly provider: string;
+  readonly version: string;
+  readonly pluginDownloadURL: string;
+}
+
+/** One registered resource. */
+export interface RecordedResource {
+  readonly type: string;
+  readonly name: string;
+  readonly urn: string;
+  readonly custom: boolean;
+  /** Inputs with secret markers removed. */
+  readonly inputs: Record<string, any>;
+  /** Dotted paths of inputs that arrived as secrets (`machineConfigurationInput`, `clientConfiguration.clientKey`). */
+  readonly secretPaths: string[];
+  readonly options: RecordedOptions;
+}
+
+/** One invoke call. */
+export interface RecordedInvoke {
+  readonly token: string;
+  readonly inputs: Record<string, any>;
+  readonly secretPaths: string[];
+  readonly version: string;
+  readonly pluginDownloadURL: string;
+}
+
+/** Strips Pulumi's secret markers from deserialized mock inputs, noting where they were. */
+export function unwrapSecrets(value: unknown, path = "", secretPaths: string[] = []): any {
+  if (Array.isArray(value)) return value.map((v, i) => unwrapSecrets(v, path ? `${path}[${i}]` : `[${i}]`, secretPaths));
+  if (value !== null && typeof value === "object") {
+    const record = value as Record<string, unknown>;
+    if (record[SIG_KEY] === SECRET_SIG) {
+      secretPaths.push(path);
+      return unwrapSecrets(record.value, path, secretPaths);
+    }
+    return Object.fromEntries(Object.entries(record).map(([k, v]) => [k, unwrapSecrets(v, path ? `${path}.${k}` : k, secretPaths)]));
+  }
+  return value;
+}
+
+const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+const pem = (what: string) => `-----BEGIN ${what}-----\n${Buffer.from(what).toString("base64")}\n-----END ${what}-----\n`;
+const fakeKey = (what: string) => `${FAKE_SECRET_MARKER}-${what}`;
+
+/** Behaviour a test can switch on. */
+export interface MockBehaviour {
+  /** Make the health check fail with this message. */
+  healthError?: string;
+}
+
+/** The recording mock engine. */
+export class Recorder {
+  readonly resources: RecordedResource[] = [];
+  readonly invokes: RecordedInvoke[] = [];
+  behaviour: MockBehaviour = {};
+  private readonly pendingOptions = new Map<string, RecordedOptions>();
+  private inFlight = 0;
+
+  /** The Pulumi mocks, to pass to `setMocks`. */
+  readonly mocks: pulumi.runtime.Mocks = {
+    newResource: (args) => this.newResource(args),
+    call: (args) => this.call(args),
+  };
+
+  /** Resources of one type token. */
+  ofType(type: string): RecordedResource[] {
+    return this.resources.filter((r) => r.type === type);
+  }
+
+  /** The one resource with this name. */
+  named(name: string): RecordedResource {
+    const found = this.resources.filter((r) => r.name === name);
+    if (found.length !== 1) throw new Error(`expected one resource named ${name}, found ${found.length}: ${this.resources.map((r) => r.name).join(", ")}`);
+    return found[0];
+  }
+
+  /** Invokes of one token. */
+  invokesOf(token: string): RecordedInvoke[] {
+    return this.invokes.filter((i) => i.token === token);
+  }
+
+  /** Resolves once no registration or invoke has been in flight for a few turns of the event loop. */
+  async settled(): Promise<void> {
+    for (let quiet = 0; quiet < 5; ) {
+      await new Promise((resolve) => setImmediate(resolve));
+      quiet = this.inFlight === 0 ? quiet + 1 : 0;
+    }
+  }
+
+  /** Hooks the mock monitor so resource options and invoke plugin versions are recorded too. */
+  install(): void {
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
+    const recorder = this;
+    const proto = MockMonitor.prototype as any;
+    if (!proto.__recorderOriginal) {
+      proto.__recorderOriginal = { registerResource: proto.registerResource, invoke: proto.invoke };
+    }
+    const original = proto.__recorderOriginal;
+    proto.registerResource = function (req: any, callback: (err: any, resp: any) => void) {
+      recorder.inFlight++;
+      recorder.pendingOptions.set(`${req.getType()}::${req.getName()}`, {
+        protect: req.getProtect?.() ?? false,
+        ignoreChanges: req.getIgnorechangesList(),
+        additionalSecretOutputs: req.getAdditionalsecretoutputsList(),
+        dependencies: req.getDependenciesList(),
+        parent: req.getParent(),
+        provider: req.getProvider(),
+        version: req.getVersion(),
+        pluginDownloadURL: req.getPlugindownloadurl(),
+      });
+      return original.registerResource.call(this, req, (err: any, resp: any) => {
+        if (!err) recorder.attachUrn(req.getType(), req.getName(), resp.getUrn());
+        recorder.inFlight--;
+        callback(err, resp);
+      });
+    };
+    proto.invoke = function (req: any, callback: (err: any, resp: any) => void) {
+      recorder.inFlight++;
+      // MockMonitor calls mocks.call synchronously from here, so the queue stays in step.
+      if (req.getTok() !== "pulumi:pulumi:getResource") {
+        recorder.pendingInvokeVersions.push({ version: req.getVersion(), pluginDownloadURL: req.getPlugindownloadurl() });
+      }
+      return original.invoke.call(this, req, (err: any, resp: any) => {
+        recorder.inFlight--;
+        callback(err, resp);
+      });
+    };
+  }
+
+  private readonly pendingInvokeVersions: { version: string; pluginDownloadURL: string }[] = [];
+  private readonly urns = new Map<string, string>();
+
+  private attachUrn(type: string, name: string, urn: string): void {
+    this.urns.set(`${type}::${name}`, urn);
+    const index = this.resources.findIndex((r) => r.type === type && r.name === name);
+    if (index >= 0) this.resources[index] = { ...this.resources[index], urn };
+  }
+
+  private newResource(args: pulumi.runtime.MockResourceArgs): { id: string | undefined; state: Record<string, any> } {
+    const secretPaths: string[] = [];
+    const inputs = unwrapSecrets(args.inputs, "", secretPaths);
+    const key = `${args.type}::${args.name}`;
+    const options = this.pendingOptions.get(key) ?? ({} as RecordedOptions);
+    this.resources.push({ type: args.type, name: args.name, urn: this.urns.get(key) ?? "", custom: args.custom ?? true, inputs, secretPaths, options });
+    const { id, state } = fakeResource(args.type, args.name, inputs);
+    return { id: args.custom === false ? undefined : id, state };
+  }
+
+  private call(args: pulumi.runtime.MockCallArgs): Record<string, any> {
+    const secretPaths: string[] = [];
+    const inputs = unwrapSecrets(args.inputs, "", secretPaths);
+    const versions = this.pendingInvokeVersions.shift() ?? { version: "", pluginDownloadURL: "" };
+    this.invokes.push({ token: args.token, inputs, secretPaths, ...versions });
+    return fakeInvoke(args.token, inputs, this.behaviour);
+  }
+}
+
+/** Fake provider state: inputs plus the outputs a real provider would compute. */
+function fakeResource(type: string, name: string, inputs: Record<string, any>): { id: string; state: Record<string, any> } {
+  switch (type) {
+    case "talos:machine/secrets:Secrets": {
+      const cert = (what: string) => ({ cert: pem(`${what} CERTIFICATE`), key: fakeKey(`${what}-key`) });
+      return {
+        id: `${name}-id`,
+        state: {
+          ...inputs,
+          machineSecrets: {
+            certs: { etcd: cert("etcd"), k8s: cert("k8s"), k8sAggregator: cert("k8s-aggregator"), k8sServiceaccount: { key: fakeKey("sa-key") }, os: cert("os") },
+            cluster: { id: "cluster-id", secret: fakeKey("cluster-secret") },
+            secrets: { bootstrapToken: fakeKey("bootstrap-token"), secretboxEncryptionSecret: fakeKey("secretbox") },
+            trustdinfo: { token: fakeKey("trustd-token") },
+          },
+          clientConfiguration: { caCertificate: pem("TALOS CA"), clientCertificate: pem("TALOS CLIENT"), clientKey: fakeKey("talos-client-key") },
+        },
+      };
+    }
+    case "talos:machine/configurationApply:ConfigurationApply": {
+      const config = `${inputs.machineConfigurationInput ?? ""}${(inputs.configPatches ?? []).join("\n---\n")}`;
+      return {
+        id: `${name}-id`,
+        state: { ...inputs, machineConfiguration: config, machineConfigurationHash: sha256(config), resolvedApplyMode: inputs.applyMode ?? "auto" },
+      };
+    }
+    case "talos:cluster/kubeconfig:Kubeconfig":
+      return {
+        id: `${name}-id`,
+        state: {
+          ...inputs,
+          kubeconfigRaw: stringify({
+            apiVersion: "v1",
+            kind: "Config",
+            clusters: [{ name: "cluster", cluster: { server: "https://cluster:6443" } }],
+            users: [{ name: "admin", user: { "client-key-data": fakeKey("kube-admin-key") } }],
+          }),
+          kubernetesClientConfiguration: { host: "https://cluster:6443", caCertificate: pem("K8S CA"), clientCertificate: pem("K8S ADMIN"), clientKey: fakeKey("kube-admin-key") },
+        },
+      };
+    case "talos:imageFactory/schematic:Schematic":
+      return { id: sha256(inputs.schematic ?? ""), state: inputs };
+    case "proxmoxve:download/file:File":
+      return { id: `${inputs.datastoreId}:iso/${inputs.fileName}`, state: { ...inputs, size: 1_300_000_000 } };
+    case "proxmoxve:index/vmLegacy:VmLegacy":
+      return { id: String(inputs.vmId), state: inputs };
+    default:
+      return { id: `${name}-id`, state: inputs };
+  }
+}
+
+/** Fake invoke results; unknown tokens throw. */
+function fakeInvoke(token: string, inputs: Record<string, any>, behaviour: MockBehaviour): Record<string, any> {
+  switch (token) {
+    case "talos:machine/getConfiguration:getConfiguration": {
+      const base = stringify({
+        version: "v1alpha1",
+        machine: { type: inputs.machineType, token: fakeKey("machine-token"), ca: { crt: pem("OS CA"), key: fakeKey("os-ca-key") } },
+        cluster: { clusterName: inputs.clusterName, controlPlane: { endpoint: inputs.clusterEndpoint } },
+      });
+      // Not a real strategic merge: the patches follow the base document so tests can see what went in.
+      const machineConfiguration = [base, ...(inputs.configPatches ?? [])].join("---\n");
+      return { ...inputs, id: inputs.clusterName, machineConfiguration };
+    }
+    case "talos:client/getConfiguration:getConfiguration":
+      return {
+        ...inputs,
+        id: inputs.clusterName,
+        talosConfig: stringify({
+          context: inputs.clusterName,
+          contexts: { [inputs.clusterName]: { endpoints: inputs.endpoints, nodes: inputs.nodes, ca: "Q0E=", crt: "Q1JU", key: fakeKey("talosconfig-key") } },
+        }),
+      };
+    case "talos:cluster/getHealth:getHealth":
+      if (behaviour.healthError) throw new Error(behaviour.healthError);
+      return { ...inputs, id: "health" };
+    case "talos:imageFactory/getUrls:getUrls": {
+      const { schematicId: id, talosVersion: v, platform: p, architecture: a = "amd64" } = inputs;
+      const image = `https://factory.talos.dev/image/${id}/${v}`;
+      return {
+        ...inputs,
+        id: `${id}-${v}-${p}`,
+        urls: {
+          installer: `factory.talos.dev/${p}-installer/${id}:${v}`,
+          installerSecureboot: `factory.talos.dev/${p}-installer-secureboot/${id}:${v}`,
+          diskImage: `${image}/${p}-${a}.raw.xz`,
+          diskImageSecureboot: `${image}/${p}-${a}-secureboot.raw.xz`,
+          iso: `${image}/${p}-${a}.iso`,
+          isoSecureboot: `${image}/${p}-${a}-secureboot.iso`,
+          kernel: `${image}/kernel-${a}`,
+          kernelCommandLine: `${image}/cmdline-${p}-${a}`,
+          initramfs: `${image}/initramfs-${a}.xz`,
+          pxe: `https://pxe.factory.talos.dev/pxe/${id}/${v}/${p}-${a}`,
+          uki: `${image}/${p}-${a}-uki.efi`,
+        },
+      };
+    }
+    default:
+      throw new Error(`the mocks do not know invoke ${token}; add a realistic fake to test/mocks.ts`);
+  }
+}
