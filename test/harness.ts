@@ -77,13 +77,21 @@ export async function resolveAll(value: unknown): Promise<any> {
 export async function runFoundation(values: StackValues, options: RunOptions = {}) {
   const recorder = await setupRun(values, options);
   const errorsBefore = runtimeErrorCount();
-  const { foundation } = await import("../components/foundation");
-  const outputs = foundation();
-  const resolved = options.preview || options.expectErrors ? undefined : await resolveAll(outputs);
-  await recorder.settled();
-  const runtimeErrors = runtimeErrorCount() - errorsBefore;
-  if (runtimeErrors > 0 && !options.expectErrors) {
-    throw new Error(`the program logged ${runtimeErrors} runtime error(s); see the output above`);
+  // Under a real engine an unhandled rejection fails the program; here it is counted as an error.
+  const rejections: unknown[] = [];
+  const onRejection = (reason: unknown) => rejections.push(reason);
+  process.on("unhandledRejection", onRejection);
+  try {
+    const { foundation } = await import("../components/foundation");
+    const outputs = foundation();
+    const resolved = options.preview || options.expectErrors ? undefined : await resolveAll(outputs);
+    await recorder.settled();
+    const runtimeErrors = runtimeErrorCount() - errorsBefore + rejections.length;
+    if (runtimeErrors > 0 && !options.expectErrors) {
+      throw new Error(`the program failed with ${runtimeErrors} runtime error(s): ${rejections.map(String).join("; ")}`);
+    }
+    return { recorder, outputs, resolved, runtimeErrors, rejections };
+  } finally {
+    process.off("unhandledRejection", onRejection);
   }
-  return { recorder, outputs, resolved, runtimeErrors };
 }

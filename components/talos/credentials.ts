@@ -20,12 +20,12 @@ export function machineSecretsInput(secrets: pulumi.Output<SecretsOutputs>): tal
       os: certificate(s.certs.os),
     },
     cluster: { id: s.cluster.id, secret: s.cluster.secret },
-    secrets: {
-      bootstrapToken: s.secrets.bootstrapToken,
-      secretboxEncryptionSecret: s.secrets.secretboxEncryptionSecret,
-      // Optional (older contracts only); an Output of undefined is omitted on the wire.
-      aescbcEncryptionSecret: s.apply((v) => v.secrets.aescbcEncryptionSecret) as pulumi.Output<string>,
-    },
+    // aescbcEncryptionSecret exists for older contracts only; sending it empty would be a value.
+    secrets: s.secrets.apply(({ bootstrapToken, secretboxEncryptionSecret, aescbcEncryptionSecret }) => ({
+      bootstrapToken,
+      secretboxEncryptionSecret,
+      ...(aescbcEncryptionSecret ? { aescbcEncryptionSecret } : {}),
+    })),
     trustdinfo: { token: s.trustdinfo.token },
   };
 }
