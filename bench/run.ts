@@ -33,11 +33,11 @@ function best(mode: "program" | "baseline", size: number): Sample {
 
 const pad = (text: string | number, width: number) => String(text).padStart(width);
 console.log(`node ${process.version}; median of ${repeatsFor(3)} runs per cell (1 at 1000 nodes); peak RSS of the run's process`);
-console.log(`${pad("nodes", 6)} ${pad("resources", 10)} ${pad("program ms", 11)} ${pad("baseline ms", 12)} ${pad("ratio", 6)} ${pad("program MiB", 12)} ${pad("baseline MiB", 13)}`);
+console.log(`${pad("nodes", 6)} ${pad("resources", 10)} ${pad("baseline res", 13)} ${pad("program ms", 11)} ${pad("baseline ms", 12)} ${pad("ratio", 6)} ${pad("program MiB", 12)} ${pad("baseline MiB", 13)}`);
 for (const size of SIZES) {
   const program = best("program", size);
   const base = best("baseline", size);
   console.log(
-    `${pad(size, 6)} ${pad(program.resources, 10)} ${pad(program.ms.toFixed(0), 11)} ${pad(base.ms.toFixed(0), 12)} ${pad((program.ms / base.ms).toFixed(2), 6)} ${pad(program.maxRssMiB.toFixed(0), 12)} ${pad(base.maxRssMiB.toFixed(0), 13)}`,
+    `${pad(size, 6)} ${pad(program.resources, 10)} ${pad(base.resources, 13)} ${pad(program.ms.toFixed(0), 11)} ${pad(base.ms.toFixed(0), 12)} ${pad((program.ms / base.ms).toFixed(2), 6)} ${pad(program.maxRssMiB.toFixed(0), 12)} ${pad(base.maxRssMiB.toFixed(0), 13)}`,
   );
 }

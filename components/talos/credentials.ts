@@ -7,27 +7,29 @@ import * as talos from "@pulumiverse/talos";
 type SecretsOutputs = talos.types.output.machine.MachineSecrets;
 type ClientOutputs = talos.types.output.machine.ClientConfiguration;
 
-/** The machine secrets as a `getConfiguration` input, every field secret. */
-export function machineSecretsInput(secrets: pulumi.Output<SecretsOutputs>): talos.types.input.machine.MachineSecretsArgs {
-  const s = pulumi.secret(secrets);
-  const certificate = (c: pulumi.Output<talos.types.output.machine.Certificate>) => ({ cert: c.cert, key: c.key });
-  return {
+/**
+ * The machine secrets as a `getConfiguration` input: one secret Output holding a freshly built object,
+ * copied field by field (one Output rather than one per field keeps each per-node invoke cheap).
+ */
+export function machineSecretsInput(secrets: pulumi.Output<SecretsOutputs>): pulumi.Output<talos.types.input.machine.MachineSecretsArgs> {
+  const certificate = (c: talos.types.output.machine.Certificate) => ({ cert: c.cert, key: c.key });
+  return pulumi.secret(secrets).apply(({ certs, cluster, secrets: kubernetes, trustdinfo }) => ({
     certs: {
-      etcd: certificate(s.certs.etcd),
-      k8s: certificate(s.certs.k8s),
-      k8sAggregator: certificate(s.certs.k8sAggregator),
-      k8sServiceaccount: { key: s.certs.k8sServiceaccount.key },
-      os: certificate(s.certs.os),
+      etcd: certificate(certs.etcd),
+      k8s: certificate(certs.k8s),
+      k8sAggregator: certificate(certs.k8sAggregator),
+      k8sServiceaccount: { key: certs.k8sServiceaccount.key },
+      os: certificate(certs.os),
     },
-    cluster: { id: s.cluster.id, secret: s.cluster.secret },
+    cluster: { id: cluster.id, secret: cluster.secret },
     // aescbcEncryptionSecret exists for older contracts only; sending it empty would be a value.
-    secrets: s.secrets.apply(({ bootstrapToken, secretboxEncryptionSecret, aescbcEncryptionSecret }) => ({
-      bootstrapToken,
-      secretboxEncryptionSecret,
-      ...(aescbcEncryptionSecret ? { aescbcEncryptionSecret } : {}),
-    })),
-    trustdinfo: { token: s.trustdinfo.token },
-  };
+    secrets: {
+      bootstrapToken: kubernetes.bootstrapToken,
+      secretboxEncryptionSecret: kubernetes.secretboxEncryptionSecret,
+      ...(kubernetes.aescbcEncryptionSecret ? { aescbcEncryptionSecret: kubernetes.aescbcEncryptionSecret } : {}),
+    },
+    trustdinfo: { token: trustdinfo.token },
+  }));
 }
 
 /** Talos API client credentials, every field secret. */
