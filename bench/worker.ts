@@ -16,7 +16,16 @@ async function main(): Promise<void> {
   await recorder.settled();
   const ms = performance.now() - started;
   const maxRssMiB = process.resourceUsage().maxRSS / 1024;
-  console.log(JSON.stringify({ mode, size, ms, maxRssMiB, resources: recorder.resources.length, invokes: recorder.invokes.length }));
+  console.log(
+    JSON.stringify({
+      mode,
+      size,
+      ms,
+      maxRssMiB,
+      resources: recorder.resources.length,
+      invokes: recorder.invokes.length,
+    }),
+  );
 }
 
 main().catch((error) => {

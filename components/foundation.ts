@@ -26,12 +26,16 @@ export function foundation(): FoundationOutputs {
   const cluster = new TalosCluster(spec.cluster.name, {
     cluster: spec.cluster,
     nodes: spec.nodes,
-    platforms: { proxmox: spec.proxmox && { settings: spec.proxmox, apiToken: secrets.proxmoxApiToken } },
+    platforms: {
+      proxmox: spec.proxmox && { settings: spec.proxmox, apiToken: secrets.proxmoxApiToken },
+    },
   });
   return {
     clusterName: spec.cluster.name,
     endpoint: cluster.endpoint,
-    nodes: pulumi.all([cluster.controlPlanes, cluster.workers]).apply(([controlplane, worker]) => ({ controlplane, worker })),
+    nodes: pulumi
+      .all([cluster.controlPlanes, cluster.workers])
+      .apply(([controlplane, worker]) => ({ controlplane, worker })),
     talosVersion: spec.cluster.talosVersion,
     kubernetesVersion: spec.cluster.kubernetesVersion,
     configHashes: cluster.configHashes,

@@ -29,12 +29,18 @@ describe("TalosCluster on Proxmox and bare metal", () => {
   /** Resources of a type, in the order of the stack file's nodes (registration order is not defined). */
   const byNode = (type: string) => {
     const order = ["cp-1", "cp-2", "cp-3", "worker-1", "metal-1"];
-    const nodeOf = (r: RecordedResource) => order.find((n) => r.name === `demo-${n}-vm` || r.name === `demo-${n}-config`)!;
-    return recorder.ofType(type).sort((a, b) => order.indexOf(nodeOf(a)) - order.indexOf(nodeOf(b)));
+    const nodeOf = (r: RecordedResource) =>
+      order.find((n) => r.name === `demo-${n}-vm` || r.name === `demo-${n}-config`)!;
+    return recorder
+      .ofType(type)
+      .sort((a, b) => order.indexOf(nodeOf(a)) - order.indexOf(nodeOf(b)));
   };
   const vm = (node: string) => recorder.named(`demo-${node}-vm`);
   const apply = (node: string) => recorder.named(`demo-${node}-config`);
-  const configFor = (node: string) => recorder.invokesOf(T.getConfiguration).find((i) => i.inputs.configPatches.some((p: string) => p.includes(`hostname: ${node}\n`)))!;
+  const configFor = (node: string) =>
+    recorder
+      .invokesOf(T.getConfiguration)
+      .find((i) => i.inputs.configPatches.some((p: string) => p.includes(`hostname: ${node}\n`)))!;
 
   describe("machine secrets", () => {
     it("creates one set, protected, with its Talos contract pinned and later changes ignored", () => {
@@ -44,20 +50,39 @@ describe("TalosCluster on Proxmox and bare metal", () => {
       assert.equal(secrets[0].inputs.talosVersion, "v1.13.9");
       assert.equal(secrets[0].options.protect, true);
       assert.deepEqual(secrets[0].options.ignoreChanges, ["talosVersion"]);
-      assert.deepEqual(secrets[0].options.additionalSecretOutputs.sort(), ["clientConfiguration", "machineSecrets"]);
+      assert.deepEqual(secrets[0].options.additionalSecretOutputs.sort(), [
+        "clientConfiguration",
+        "machineSecrets",
+      ]);
     });
   });
 
   describe("machines", () => {
     it("creates one VM per Proxmox node and none for bare metal", () => {
-      assert.deepEqual(recorder.ofType(T.vm).map((r) => r.inputs.name).sort(), ["cp-1", "cp-2", "cp-3", "worker-1"]);
-      assert.equal(recorder.resources.some((r) => r.name.startsWith("demo-metal-1-vm")), false);
+      assert.deepEqual(
+        recorder
+          .ofType(T.vm)
+          .map((r) => r.inputs.name)
+          .sort(),
+        ["cp-1", "cp-2", "cp-3", "worker-1"],
+      );
+      assert.equal(
+        recorder.resources.some((r) => r.name.startsWith("demo-metal-1-vm")),
+        false,
+      );
       assert.equal(recorder.named("demo-metal-1").type, "platform:baremetal:Node");
     });
 
     it("places each VM on its declared host with its VM ID and sizing", () => {
       assert.deepEqual(
-        byNode(T.vm).map((r) => [r.inputs.name, r.inputs.nodeName, r.inputs.vmId, r.inputs.cpu.cores, r.inputs.memory.dedicated, r.inputs.disks[0].size]),
+        byNode(T.vm).map((r) => [
+          r.inputs.name,
+          r.inputs.nodeName,
+          r.inputs.vmId,
+          r.inputs.cpu.cores,
+          r.inputs.memory.dedicated,
+          r.inputs.disks[0].size,
+        ]),
         [
           ["cp-1", "pve1", 101, 2, 4096, 32],
           ["cp-2", "pve2", 102, 2, 4096, 32],
@@ -69,7 +94,9 @@ describe("TalosCluster on Proxmox and bare metal", () => {
 
     it("gives the VM its static address through cloud-init, its VLAN and its MAC", () => {
       const cp1 = vm("cp-1").inputs;
-      assert.deepEqual(cp1.initialization.ipConfigs, [{ ipv4: { address: "192.0.2.11/24", gateway: "192.0.2.1" } }]);
+      assert.deepEqual(cp1.initialization.ipConfigs, [
+        { ipv4: { address: "192.0.2.11/24", gateway: "192.0.2.1" } },
+      ]);
       assert.equal(cp1.initialization.type, "nocloud");
       assert.deepEqual(cp1.initialization.dns, { servers: ["192.0.2.1"] });
       assert.equal(cp1.networkDevices[0].vlanId, 20);
@@ -80,27 +107,40 @@ describe("TalosCluster on Proxmox and bare metal", () => {
 
     it("boots every VM from its host's Talos image, stops it on destroy and never replaces it for a new image", () => {
       for (const r of recorder.ofType(T.vm)) {
-        assert.match(r.inputs.disks[0].fileId, /^local:iso\/talos-v1\.13\.9-[0-9a-f]{12}-nocloud-amd64\.img$/);
+        assert.match(
+          r.inputs.disks[0].fileId,
+          /^local:iso\/talos-v1\.13\.9-[0-9a-f]{12}-nocloud-amd64\.img$/,
+        );
         assert.equal(r.inputs.stopOnDestroy, true);
         assert.deepEqual(r.options.ignoreChanges, ["disks[0].fileId"]);
-        assert.equal(r.inputs.agent.enabled, true, "the Proxmox image carries the QEMU guest agent");
+        assert.equal(
+          r.inputs.agent.enabled,
+          true,
+          "the Proxmox image carries the QEMU guest agent",
+        );
       }
     });
 
     it("protects control-plane VMs but not workers", () => {
-      assert.deepEqual(byNode(T.vm).map((r) => [r.inputs.name, r.options.protect]), [
-        ["cp-1", true],
-        ["cp-2", true],
-        ["cp-3", true],
-        ["worker-1", false],
-      ]);
+      assert.deepEqual(
+        byNode(T.vm).map((r) => [r.inputs.name, r.options.protect]),
+        [
+          ["cp-1", true],
+          ["cp-2", true],
+          ["cp-3", true],
+          ["worker-1", false],
+        ],
+      );
     });
 
     it("creates every Proxmox resource through the stack's explicit provider", () => {
       const provider = recorder.named("demo-proxmox-provider");
       assert.equal(provider.inputs.endpoint, "https://pve1.example.net:8006/");
       for (const r of [...recorder.ofType(T.vm), ...recorder.ofType(T.image)]) {
-        assert.ok(r.options.provider.startsWith(provider.urn), `${r.name} uses ${r.options.provider}`);
+        assert.ok(
+          r.options.provider.startsWith(provider.urn),
+          `${r.name} uses ${r.options.provider}`,
+        );
       }
     });
 
@@ -108,7 +148,10 @@ describe("TalosCluster on Proxmox and bare metal", () => {
       const images = recorder.ofType(T.image);
       assert.deepEqual(images.map((r) => r.inputs.nodeName).sort(), ["pve1", "pve2", "pve3"]);
       for (const image of images) {
-        assert.match(image.inputs.url, /^https:\/\/factory\.talos\.dev\/image\/[0-9a-f]{64}\/v1\.13\.9\/nocloud-amd64\.raw\.gz$/);
+        assert.match(
+          image.inputs.url,
+          /^https:\/\/factory\.talos\.dev\/image\/[0-9a-f]{64}\/v1\.13\.9\/nocloud-amd64\.raw\.gz$/,
+        );
         assert.equal(image.inputs.decompressionAlgorithm, "gz");
         assert.equal(image.inputs.contentType, "iso");
         assert.equal(image.inputs.datastoreId, "local");
@@ -118,11 +161,18 @@ describe("TalosCluster on Proxmox and bare metal", () => {
     it("registers a schematic with the platform's extensions and uses the vanilla image elsewhere", () => {
       const schematics = recorder.ofType(T.schematic);
       assert.equal(schematics.length, 1);
-      assert.deepEqual(parse(schematics[0].inputs.schematic), { customization: { systemExtensions: { officialExtensions: ["siderolabs/qemu-guest-agent"] } } });
+      assert.deepEqual(parse(schematics[0].inputs.schematic), {
+        customization: {
+          systemExtensions: { officialExtensions: ["siderolabs/qemu-guest-agent"] },
+        },
+      });
       const urls = recorder.invokesOf(T.urls);
       assert.deepEqual(urls.map((u) => u.inputs.platform).sort(), ["metal", "nocloud"]);
       assert.equal(urls.find((u) => u.inputs.platform === "metal")!.inputs.schematicId, VANILLA);
-      assert.notEqual(urls.find((u) => u.inputs.platform === "nocloud")!.inputs.schematicId, VANILLA);
+      assert.notEqual(
+        urls.find((u) => u.inputs.platform === "nocloud")!.inputs.schematicId,
+        VANILLA,
+      );
     });
   });
 
@@ -144,31 +194,54 @@ describe("TalosCluster on Proxmox and bare metal", () => {
 
     it("installs each node from its platform's installer image", () => {
       const installImage = (node: string) =>
-        configFor(node).inputs.configPatches.map((p: string) => parse(p)).find((d: any) => d.machine?.install)!.machine.install;
-      assert.match(installImage("cp-1").image, /^factory\.talos\.dev\/nocloud-installer\/[0-9a-f]{64}:v1\.13\.9$/);
-      assert.deepEqual(installImage("metal-1"), { disk: "/dev/nvme0n1", image: `factory.talos.dev/metal-installer/${VANILLA}:v1.13.9` });
+        configFor(node)
+          .inputs.configPatches.map((p: string) => parse(p))
+          .find((d: any) => d.machine?.install)!.machine.install;
+      assert.match(
+        installImage("cp-1").image,
+        /^factory\.talos\.dev\/nocloud-installer\/[0-9a-f]{64}:v1\.13\.9$/,
+      );
+      assert.deepEqual(installImage("metal-1"), {
+        disk: "/dev/nvme0n1",
+        image: `factory.talos.dev/metal-installer/${VANILLA}:v1.13.9`,
+      });
     });
 
     it("passes the machine secrets to the generator field by field", () => {
       const secrets = configFor("cp-1").inputs.machineSecrets;
       assert.deepEqual(Object.keys(secrets).sort(), ["certs", "cluster", "secrets", "trustdinfo"]);
-      assert.deepEqual(Object.keys(secrets.certs).sort(), ["etcd", "k8s", "k8sAggregator", "k8sServiceaccount", "os"]);
+      assert.deepEqual(Object.keys(secrets.certs).sort(), [
+        "etcd",
+        "k8s",
+        "k8sAggregator",
+        "k8sServiceaccount",
+        "os",
+      ]);
       assert.equal(typeof secrets.certs.os.key, "string");
-      assert.deepEqual(Object.keys(secrets.secrets).sort(), ["bootstrapToken", "secretboxEncryptionSecret"]);
+      assert.deepEqual(Object.keys(secrets.secrets).sort(), [
+        "bootstrapToken",
+        "secretboxEncryptionSecret",
+      ]);
     });
   });
 
   describe("delivery", () => {
     it("pushes each node's configuration to its Talos address once its machine exists", () => {
-      assert.deepEqual(byNode(T.apply).map((r) => [r.name, r.inputs.node]), [
-        ["demo-cp-1-config", "192.0.2.11"],
-        ["demo-cp-2-config", "192.0.2.12"],
-        ["demo-cp-3-config", "192.0.2.13"],
-        ["demo-worker-1-config", "192.0.2.21"],
-        ["demo-metal-1-config", "2001:db8::31"],
-      ]);
+      assert.deepEqual(
+        byNode(T.apply).map((r) => [r.name, r.inputs.node]),
+        [
+          ["demo-cp-1-config", "192.0.2.11"],
+          ["demo-cp-2-config", "192.0.2.12"],
+          ["demo-cp-3-config", "192.0.2.13"],
+          ["demo-worker-1-config", "192.0.2.21"],
+          ["demo-metal-1-config", "2001:db8::31"],
+        ],
+      );
       for (const node of ["cp-1", "worker-1"]) {
-        assert.ok(apply(node).options.dependencies.includes(vm(node).urn), `${node}'s config waits for its VM`);
+        assert.ok(
+          apply(node).options.dependencies.includes(vm(node).urn),
+          `${node}'s config waits for its VM`,
+        );
       }
     });
 
@@ -180,7 +253,11 @@ describe("TalosCluster on Proxmox and bare metal", () => {
     });
 
     it("resets a removed bare-metal node, gracefully, and leaves VMs to their own destroy", () => {
-      assert.deepEqual(apply("metal-1").inputs.onDestroy, { graceful: true, reboot: true, reset: true });
+      assert.deepEqual(apply("metal-1").inputs.onDestroy, {
+        graceful: true,
+        reboot: true,
+        reset: true,
+      });
       assert.equal(apply("cp-1").inputs.onDestroy, undefined);
     });
   });
@@ -200,7 +277,12 @@ describe("TalosCluster on Proxmox and bare metal", () => {
     });
 
     it("never bootstraps again when the first control plane changes", () => {
-      assert.deepEqual(recorder.ofType(T.bootstrap)[0].options.ignoreChanges, ["node", "endpoint", "clientConfiguration", "timeouts"]);
+      assert.deepEqual(recorder.ofType(T.bootstrap)[0].options.ignoreChanges, [
+        "node",
+        "endpoint",
+        "clientConfiguration",
+        "timeouts",
+      ]);
     });
   });
 
@@ -208,7 +290,11 @@ describe("TalosCluster on Proxmox and bare metal", () => {
     it("checks the health of every node through the control planes", () => {
       const health = recorder.invokesOf(T.health);
       assert.equal(health.length, 1);
-      assert.deepEqual(health[0].inputs.controlPlaneNodes, ["192.0.2.11", "192.0.2.12", "192.0.2.13"]);
+      assert.deepEqual(health[0].inputs.controlPlaneNodes, [
+        "192.0.2.11",
+        "192.0.2.12",
+        "192.0.2.13",
+      ]);
       assert.deepEqual(health[0].inputs.workerNodes, ["192.0.2.21", "2001:db8::31"]);
       assert.deepEqual(health[0].inputs.endpoints, ["192.0.2.11", "192.0.2.12", "192.0.2.13"]);
       assert.equal(health[0].inputs.skipKubernetesChecks, false);
@@ -225,7 +311,13 @@ describe("TalosCluster on Proxmox and bare metal", () => {
     it("renders a talosconfig with the control planes as endpoints and every node", () => {
       const talosconfig = recorder.invokesOf(T.talosconfig)[0].inputs;
       assert.deepEqual(talosconfig.endpoints, ["192.0.2.11", "192.0.2.12", "192.0.2.13"]);
-      assert.deepEqual(talosconfig.nodes, ["192.0.2.11", "192.0.2.12", "192.0.2.13", "192.0.2.21", "2001:db8::31"]);
+      assert.deepEqual(talosconfig.nodes, [
+        "192.0.2.11",
+        "192.0.2.12",
+        "192.0.2.13",
+        "192.0.2.21",
+        "2001:db8::31",
+      ]);
     });
 
     it("exports the endpoint, node addresses by role and secret credentials", async () => {
@@ -239,7 +331,13 @@ describe("TalosCluster on Proxmox and bare metal", () => {
       assert.equal(await isSecret(outputs.kubeconfig), true);
       assert.equal(await isSecret(outputs.talosconfig), true);
       assert.equal(await isSecret(outputs.endpoint), false);
-      assert.deepEqual(Object.keys(resolved.configHashes), ["cp-1", "cp-2", "cp-3", "worker-1", "metal-1"]);
+      assert.deepEqual(Object.keys(resolved.configHashes), [
+        "cp-1",
+        "cp-2",
+        "cp-3",
+        "worker-1",
+        "metal-1",
+      ]);
     });
 
     it("parents every resource under the cluster component", () => {
@@ -280,14 +378,20 @@ describe("TalosCluster variations", () => {
   it("fails the update and fetches no kubeconfig when the cluster is unhealthy", async () => {
     const recorder = new Recorder();
     recorder.behaviour.healthError = "etcd is not healthy";
-    const { runtimeErrors } = await runFoundation(proxmoxCluster(), { recorder, expectErrors: true });
+    const { runtimeErrors } = await runFoundation(proxmoxCluster(), {
+      recorder,
+      expectErrors: true,
+    });
     assert.ok(runtimeErrors > 0);
     assert.equal(recorder.ofType(T.kubeconfig).length, 0);
   });
 
   it("bootstraps a single control-plane cluster on its only node", async () => {
     const { recorder } = await run((v) => v.nodes.splice(1));
-    assert.deepEqual(recorder.ofType(T.bootstrap).map((r) => r.inputs.node), ["192.0.2.11"]);
+    assert.deepEqual(
+      recorder.ofType(T.bootstrap).map((r) => r.inputs.node),
+      ["192.0.2.11"],
+    );
   });
 
   it("bootstraps a bare-metal first control plane after its config push", async () => {
@@ -300,16 +404,25 @@ describe("TalosCluster variations", () => {
     const bootstrap = recorder.ofType(T.bootstrap)[0];
     assert.equal(bootstrap.inputs.node, "2001:db8::31");
     assert.ok(bootstrap.options.dependencies.includes(recorder.named("demo-metal-1-config").urn));
-    assert.equal(recorder.named("demo-metal-1-config").options.protect, true, "a config whose removal resets a control plane is protected");
+    assert.equal(
+      recorder.named("demo-metal-1-config").options.protect,
+      true,
+      "a config whose removal resets a control plane is protected",
+    );
   });
 
   it("protects nothing but the machine secrets when control-plane protection is off", async () => {
     const { recorder } = await run((v) => (v.cluster.protectControlPlanes = false));
-    assert.deepEqual(recorder.resources.filter((r) => r.options.protect).map((r) => r.name), ["demo-secrets"]);
+    assert.deepEqual(
+      recorder.resources.filter((r) => r.options.protect).map((r) => r.name),
+      ["demo-secrets"],
+    );
   });
 
   it("passes the Proxmox API token as a secret", async () => {
-    const { recorder } = await run(() => undefined, { secrets: { proxmoxApiToken: "root@pam!pulumi=FAKE-SECRET-token" } });
+    const { recorder } = await run(() => undefined, {
+      secrets: { proxmoxApiToken: "root@pam!pulumi=FAKE-SECRET-token" },
+    });
     const provider = recorder.named("demo-proxmox-provider");
     assert.equal(provider.inputs.apiToken, "root@pam!pulumi=FAKE-SECRET-token");
     assert.ok(provider.secretPaths.includes("apiToken"));
@@ -317,10 +430,18 @@ describe("TalosCluster variations", () => {
 
   it("delivers a later config change through the Talos API and leaves every VM untouched", async () => {
     const before = (await run(() => undefined)).recorder;
-    const after = (await run((v) => (v.cluster.patches = { all: [{ machine: { sysctls: { "net.core.somaxconn": "65535" } } }] }))).recorder;
+    const after = (
+      await run(
+        (v) =>
+          (v.cluster.patches = {
+            all: [{ machine: { sysctls: { "net.core.somaxconn": "65535" } } }],
+          }),
+      )
+    ).recorder;
     const vms = (r: Recorder) => r.ofType(T.vm).map((v: RecordedResource) => v.inputs);
     assert.deepEqual(vms(after), vms(before));
-    const applied = (r: Recorder) => r.named("demo-cp-1-config").inputs.machineConfigurationInput as string;
+    const applied = (r: Recorder) =>
+      r.named("demo-cp-1-config").inputs.machineConfigurationInput as string;
     assert.notEqual(applied(after), applied(before));
     assert.ok(applied(after).includes("net.core.somaxconn"));
   });
@@ -328,9 +449,16 @@ describe("TalosCluster variations", () => {
   it("downloads a new image for a new Talos version without replacing the VMs' disks", async () => {
     const before = (await run(() => undefined)).recorder;
     const after = (await run((v) => (v.cluster.talosVersion = "v1.13.10"))).recorder;
-    const withoutImage = (r: Recorder) => r.ofType(T.vm).map((v) => ({ ...v.inputs, disks: v.inputs.disks.map((d: any) => ({ ...d, fileId: "-" })) }));
+    const withoutImage = (r: Recorder) =>
+      r.ofType(T.vm).map((v) => ({
+        ...v.inputs,
+        disks: v.inputs.disks.map((d: any) => ({ ...d, fileId: "-" })),
+      }));
     assert.deepEqual(withoutImage(after), withoutImage(before));
-    assert.notEqual(after.ofType(T.image)[0].inputs.fileName, before.ofType(T.image)[0].inputs.fileName);
+    assert.notEqual(
+      after.ofType(T.image)[0].inputs.fileName,
+      before.ofType(T.image)[0].inputs.fileName,
+    );
     assert.ok(after.ofType(T.vm).every((v) => v.options.ignoreChanges.includes("disks[0].fileId")));
     assert.equal(after.ofType(T.secrets)[0].inputs.talosVersion, "v1.13.10");
   });

@@ -20,79 +20,145 @@ function problemsOf(mutate: Mutation, base: () => StackValues = proxmoxCluster):
 
 describe("stack config validation", () => {
   it("accepts the valid fixtures", () => {
-    assert.deepEqual(problemsOf(() => undefined), []);
-    assert.deepEqual(problemsOf(() => undefined, mixedCluster), []);
+    assert.deepEqual(
+      problemsOf(() => undefined),
+      [],
+    );
+    assert.deepEqual(
+      problemsOf(() => undefined, mixedCluster),
+      [],
+    );
   });
 
   const cases: [string, Mutation, string[]][] = [
-    ["an even number of control planes", (v) => v.nodes.pop(), ["nodes: etcd needs an odd number of control planes; got 2. Use 1, 3 or 5"]],
+    [
+      "an even number of control planes",
+      (v) => v.nodes.pop(),
+      ["nodes: etcd needs an odd number of control planes; got 2. Use 1, 3 or 5"],
+    ],
     [
       "no control plane",
       (v) => v.nodes.forEach((n: any) => (n.role = "worker")),
       ["nodes: a cluster needs at least one control plane; got 0. Use 1, 3 or 5"],
     ],
-    ["no nodes", (v) => (v.nodes = []), ["nodes: the cluster has no nodes. List 1, 3 or 5 control planes and any workers"]],
-    ["two nodes sharing a name", (v) => (v.nodes[2].name = "cp-1"), ["nodes[2].name: name cp-1 is already used by nodes[0]. Node names must be unique"]],
+    [
+      "no nodes",
+      (v) => (v.nodes = []),
+      ["nodes: the cluster has no nodes. List 1, 3 or 5 control planes and any workers"],
+    ],
+    [
+      "two nodes sharing a name",
+      (v) => (v.nodes[2].name = "cp-1"),
+      ["nodes[2].name: name cp-1 is already used by nodes[0]. Node names must be unique"],
+    ],
     [
       "two nodes sharing an IP",
       (v) => (v.nodes[1].network.addresses = ["192.0.2.11/24"]),
-      ["nodes[1].network.addresses[0]: address 192.0.2.11 is already used by nodes[0].network.addresses[0]. Each address belongs to one node"],
+      [
+        "nodes[1].network.addresses[0]: address 192.0.2.11 is already used by nodes[0].network.addresses[0]. Each address belongs to one node",
+      ],
     ],
     [
       "a node using the VIP as its address",
       (v) => (v.nodes[0].network.addresses = ["192.0.2.10/24"]),
-      ["nodes[0].network.addresses[0]: address 192.0.2.10 is already used by cluster.vip. Each address belongs to one node"],
+      [
+        "nodes[0].network.addresses[0]: address 192.0.2.10 is already used by cluster.vip. Each address belongs to one node",
+      ],
     ],
-    ["two VMs sharing a VM ID", (v) => (v.nodes[2].proxmox.vmId = 101), ["nodes[2].proxmox.vmId: VM ID 101 is already used by nodes[0]. Choose an unused VM ID"]],
+    [
+      "two VMs sharing a VM ID",
+      (v) => (v.nodes[2].proxmox.vmId = 101),
+      ["nodes[2].proxmox.vmId: VM ID 101 is already used by nodes[0]. Choose an unused VM ID"],
+    ],
     [
       "a Proxmox host that is not declared",
       (v) => (v.nodes[1].proxmox.host = "pve9"),
-      ['nodes[1].proxmox.host: is not declared in proxmox.hosts; got "pve9". Declared: pve1, pve2, pve3'],
+      [
+        'nodes[1].proxmox.host: is not declared in proxmox.hosts; got "pve9". Declared: pve1, pve2, pve3',
+      ],
     ],
-    ["a Proxmox host declared twice", (v) => v.proxmox.hosts.push({ name: "pve1" }), ["proxmox.hosts[3].name: host pve1 is listed twice"]],
-    ["Proxmox nodes without Proxmox settings", (v) => delete v.proxmox, ["proxmox: required because nodes[0] runs on Proxmox. Add proxmox.endpoint and proxmox.hosts"]],
+    [
+      "a Proxmox host declared twice",
+      (v) => v.proxmox.hosts.push({ name: "pve1" }),
+      ["proxmox.hosts[3].name: host pve1 is listed twice"],
+    ],
+    [
+      "Proxmox nodes without Proxmox settings",
+      (v) => delete v.proxmox,
+      [
+        "proxmox: required because nodes[0] runs on Proxmox. Add proxmox.endpoint and proxmox.hosts",
+      ],
+    ],
     [
       "a Kubernetes version the Talos version does not support",
       (v) => (v.cluster.kubernetesVersion = "1.37.0"),
-      ['cluster.kubernetesVersion: Talos 1.13 does not support Kubernetes 1.37; got "1.37.0". Use Kubernetes 1.31 to 1.36, or another Talos version'],
+      [
+        'cluster.kubernetesVersion: Talos 1.13 does not support Kubernetes 1.37; got "1.37.0". Use Kubernetes 1.31 to 1.36, or another Talos version',
+      ],
     ],
     [
       "a Talos release line this program does not know",
       (v) => (v.cluster.talosVersion = "v1.9.0"),
-      ['cluster.talosVersion: unknown Talos release line 1.9; got "v1.9.0". This program knows Talos 1.10 to 1.14'],
+      [
+        'cluster.talosVersion: unknown Talos release line 1.9; got "v1.9.0". This program knows Talos 1.10 to 1.14',
+      ],
     ],
     [
       "a malformed version",
       (v) => (v.cluster.talosVersion = "1.13"),
-      ['cluster.talosVersion: expected a version MAJOR.MINOR.PATCH such as v1.13.9 or 1.36.3; got "1.13"'],
+      [
+        'cluster.talosVersion: expected a version MAJOR.MINOR.PATCH such as v1.13.9 or 1.36.3; got "1.13"',
+      ],
     ],
     [
       "a config contract newer than Talos",
       (v) => (v.cluster.configContract = "v1.14.0"),
-      ['cluster.configContract: is newer than cluster.talosVersion; got "v1.14.0". Use 1.13 or older'],
+      [
+        'cluster.configContract: is newer than cluster.talosVersion; got "v1.14.0". Use 1.13 or older',
+      ],
     ],
     [
       "a malformed CIDR",
       (v) => (v.nodes[0].network.addresses = ["192.0.2.300/24"]),
-      ['nodes[0].network.addresses[0]: expected an address with its prefix length, such as 192.0.2.11/24 or 2001:db8::11/64; got "192.0.2.300/24"'],
+      [
+        'nodes[0].network.addresses[0]: expected an address with its prefix length, such as 192.0.2.11/24 or 2001:db8::11/64; got "192.0.2.300/24"',
+      ],
     ],
     [
       "an address without prefix",
       (v) => (v.nodes[0].network.addresses = ["192.0.2.11"]),
-      ['nodes[0].network.addresses[0]: expected an address with its prefix length, such as 192.0.2.11/24 or 2001:db8::11/64; got "192.0.2.11"'],
+      [
+        'nodes[0].network.addresses[0]: expected an address with its prefix length, such as 192.0.2.11/24 or 2001:db8::11/64; got "192.0.2.11"',
+      ],
     ],
     [
       "a malformed IP",
       (v) => (v.cluster.vip = "192.0.2"),
-      ['cluster.vip: expected an IPv4 or IPv6 address such as 192.0.2.10 or 2001:db8::10; got "192.0.2"'],
+      [
+        'cluster.vip: expected an IPv4 or IPv6 address such as 192.0.2.10 or 2001:db8::10; got "192.0.2"',
+      ],
     ],
-    ["a misspelt key", (v) => (v.nodes[0].proxmox.vmid = 5), ["nodes[0].proxmox.vmid: unknown key. Did you mean vmId?"]],
-    ["an unknown platform", (v) => (v.nodes[0].platform = "vmware"), ['nodes[0].platform: expected platform to be one of proxmox, baremetal; got "vmware"']],
-    ["an unknown role", (v) => (v.nodes[0].role = "master"), ['nodes[0].role: expected one of controlplane, worker; got "master"']],
+    [
+      "a misspelt key",
+      (v) => (v.nodes[0].proxmox.vmid = 5),
+      ["nodes[0].proxmox.vmid: unknown key. Did you mean vmId?"],
+    ],
+    [
+      "an unknown platform",
+      (v) => (v.nodes[0].platform = "vmware"),
+      ['nodes[0].platform: expected platform to be one of proxmox, baremetal; got "vmware"'],
+    ],
+    [
+      "an unknown role",
+      (v) => (v.nodes[0].role = "master"),
+      ['nodes[0].role: expected one of controlplane, worker; got "master"'],
+    ],
     [
       "a gateway outside the node's subnet",
       (v) => (v.nodes[0].network.gateway = "198.51.100.1"),
-      ['nodes[0].network.gateway: is outside every IPv4 subnet of the node; got "198.51.100.1". The node\'s addresses are 192.0.2.11/24'],
+      [
+        'nodes[0].network.gateway: is outside every IPv4 subnet of the node; got "198.51.100.1". The node\'s addresses are 192.0.2.11/24',
+      ],
     ],
     [
       "a VIP outside the control planes' subnets",
@@ -108,11 +174,16 @@ describe("stack config validation", () => {
         delete v.cluster.endpoint;
         delete v.cluster.vip;
       },
-      ["cluster.endpoint: required unless cluster.vip is set. Give the Kubernetes API's DNS name or IP (e.g. api.staging.example.net), or a vip"],
+      [
+        "cluster.endpoint: required unless cluster.vip is set. Give the Kubernetes API's DNS name or IP (e.g. api.staging.example.net), or a vip",
+      ],
     ],
     [
       "broken and outdated patches",
-      (v) => (v.cluster.patches = { all: ["machine: [", "machine:\n  network:\n    hostname: x\n", "- op: add"] }),
+      (v) =>
+        (v.cluster.patches = {
+          all: ["machine: [", "machine:\n  network:\n    hostname: x\n", "- op: add"],
+        }),
       [
         "cluster.patches.all[0]: is not valid YAML (Flow sequence in block collection must be sufficiently indented and end with a ] at line 1, column 11)",
         "cluster.patches.all[1]: sets machine.network, which Talos 1.13 no longer accepts. Use HostnameConfig, LinkConfig, Layer2VIPConfig and ResolverConfig documents",
@@ -122,22 +193,50 @@ describe("stack config validation", () => {
     [
       "an inline node patch setting machine.time",
       (v) => (v.nodes[1].patches = [{ machine: { time: { servers: ["pool.ntp.org"] } } }]),
-      ["nodes[1].patches[0]: sets machine.time, which Talos 1.13 no longer accepts. Use a TimeSyncConfig document"],
+      [
+        "nodes[1].patches[0]: sets machine.time, which Talos 1.13 no longer accepts. Use a TimeSyncConfig document",
+      ],
     ],
-    ["a control plane with too little memory", (v) => (v.nodes[0].proxmox.memory = 1024), ["nodes[0].proxmox.memory: a control plane needs at least 2048 MiB; got 1024"]],
-    ["a VM ID below 100", (v) => (v.nodes[0].proxmox.vmId = 5), ["nodes[0].proxmox.vmId: Proxmox VM IDs start at 100; got 5"]],
-    ["a VLAN out of range", (v) => (v.nodes[0].proxmox.vlan = 4095), ["nodes[0].proxmox.vlan: Too big: expected number to be <=4094; got 4095"]],
-    ["a missing cluster", (v) => delete v.cluster, ["cluster: required. See the README's configuration reference and Pulumi.staging.yaml"]],
-    ["a missing required field", (v) => delete v.nodes[0].proxmox.host, ["nodes[0].proxmox.host: required"]],
+    [
+      "a control plane with too little memory",
+      (v) => (v.nodes[0].proxmox.memory = 1024),
+      ["nodes[0].proxmox.memory: a control plane needs at least 2048 MiB; got 1024"],
+    ],
+    [
+      "a VM ID below 100",
+      (v) => (v.nodes[0].proxmox.vmId = 5),
+      ["nodes[0].proxmox.vmId: Proxmox VM IDs start at 100; got 5"],
+    ],
+    [
+      "a VLAN out of range",
+      (v) => (v.nodes[0].proxmox.vlan = 4095),
+      ["nodes[0].proxmox.vlan: Too big: expected number to be <=4094; got 4095"],
+    ],
+    [
+      "a missing cluster",
+      (v) => delete v.cluster,
+      ["cluster: required. See the README's configuration reference and Pulumi.staging.yaml"],
+    ],
+    [
+      "a missing required field",
+      (v) => delete v.nodes[0].proxmox.host,
+      ["nodes[0].proxmox.host: required"],
+    ],
     [
       "a schematic ID together with extensions",
       (v) => (v.cluster.imageFactory.schematicId = "3".repeat(64)),
-      ["cluster.imageFactory.schematicId: cannot be combined with extensions or extraKernelArgs. Either name a schematic, or list extensions and let the program register the schematic"],
+      [
+        "cluster.imageFactory.schematicId: cannot be combined with extensions or extraKernelArgs. Either name a schematic, or list extensions and let the program register the schematic",
+      ],
     ],
-    ["Proxmox nodes without a network", (v) => delete v.nodes[0].network, [
-      "nodes[0].network: required for Proxmox nodes. Give network.addresses (the VM's static address, e.g. 192.0.2.11/24) and network.gateway",
-      "nodes[0].network: required on control planes when cluster.vip is set (the VIP needs a link)",
-    ]],
+    [
+      "Proxmox nodes without a network",
+      (v) => delete v.nodes[0].network,
+      [
+        "nodes[0].network: required for Proxmox nodes. Give network.addresses (the VM's static address, e.g. 192.0.2.11/24) and network.gateway",
+        "nodes[0].network: required on control planes when cluster.vip is set (the VIP needs a link)",
+      ],
+    ],
   ];
 
   for (const [label, mutate, expected] of cases) {
@@ -156,17 +255,23 @@ describe("stack config validation", () => {
     [
       "two NICs sharing a MAC",
       (v) => (v.nodes[1].network.mac = "bc:24:11:00:00:21"),
-      ["nodes[3].network.mac: MAC bc:24:11:00:00:21 is already used by nodes[1]. Each NIC needs its own MAC"],
+      [
+        "nodes[3].network.mac: MAC bc:24:11:00:00:21 is already used by nodes[1]. Each NIC needs its own MAC",
+      ],
     ],
     [
       "a bare-metal network with neither MAC nor interface",
       (v) => delete v.nodes[4].network.interface,
-      ["nodes[4].network: name the link to configure with mac or interface. mac selects the NIC by hardware address; interface takes a name such as enp1s0"],
+      [
+        "nodes[4].network: name the link to configure with mac or interface. mac selects the NIC by hardware address; interface takes a name such as enp1s0",
+      ],
     ],
     [
       "a bare-metal address the node will not keep",
       (v) => (v.nodes[4].baremetal.address = "2001:db8::99"),
-      ['nodes[4].baremetal.address: is not one of network.addresses, so the node would stop answering there once configured; got "2001:db8::99". List it in network.addresses, or use the static address the node will keep'],
+      [
+        'nodes[4].baremetal.address: is not one of network.addresses, so the node would stop answering there once configured; got "2001:db8::99". List it in network.addresses, or use the static address the node will keep',
+      ],
     ],
     [
       "a bare-metal control plane without a network when a VIP is set",
@@ -175,7 +280,9 @@ describe("stack config validation", () => {
         v.nodes[3].role = "controlplane";
         delete v.nodes[4].network;
       },
-      ["nodes[4].network: required on control planes when cluster.vip is set (the VIP needs a link)"],
+      [
+        "nodes[4].network: required on control planes when cluster.vip is set (the VIP needs a link)",
+      ],
     ],
   ];
   for (const [label, mutate, expected] of baremetalCases) {
@@ -201,7 +308,10 @@ describe("stack config validation", () => {
   it("names the stack file and says nothing was created", () => {
     assert.throws(
       () => validatePlatformConfig({ ...proxmoxCluster(), nodes: [] }, "Pulumi.staging.yaml"),
-      (error: Error) => error.message.startsWith("Pulumi.staging.yaml has 1 problem; nothing was created:\n  - nodes: "),
+      (error: Error) =>
+        error.message.startsWith(
+          "Pulumi.staging.yaml has 1 problem; nothing was created:\n  - nodes: ",
+        ),
     );
   });
 
@@ -256,13 +366,22 @@ describe("stack config defaults", () => {
   it("uses the VIP as endpoint when none is given, bracketing IPv6", () => {
     const values: any = proxmoxCluster();
     delete values.cluster.endpoint;
-    assert.equal(validatePlatformConfig(values, "x").cluster.endpointUrl, "https://192.0.2.10:6443");
+    assert.equal(
+      validatePlatformConfig(values, "x").cluster.endpointUrl,
+      "https://192.0.2.10:6443",
+    );
     values.cluster.endpoint = "2001:db8::10";
-    assert.equal(validatePlatformConfig(values, "x").cluster.endpointUrl, "https://[2001:db8::10]:6443");
+    assert.equal(
+      validatePlatformConfig(values, "x").cluster.endpointUrl,
+      "https://[2001:db8::10]:6443",
+    );
   });
 
   it("schedules workloads on control planes only when there are no workers", () => {
-    assert.equal(validatePlatformConfig(proxmoxCluster(), "x").cluster.allowSchedulingOnControlPlanes, true);
+    assert.equal(
+      validatePlatformConfig(proxmoxCluster(), "x").cluster.allowSchedulingOnControlPlanes,
+      true,
+    );
     assert.equal(valid().cluster.allowSchedulingOnControlPlanes, false);
   });
 
@@ -283,6 +402,8 @@ describe("stack config defaults", () => {
   it("turns inline patches into YAML", () => {
     const values: any = proxmoxCluster();
     values.cluster.patches = { worker: [{ machine: { sysctls: { "vm.nr_hugepages": "64" } } }] };
-    assert.deepEqual(validatePlatformConfig(values, "x").cluster.patches.worker, ['machine:\n  sysctls:\n    vm.nr_hugepages: "64"\n']);
+    assert.deepEqual(validatePlatformConfig(values, "x").cluster.patches.worker, [
+      'machine:\n  sysctls:\n    vm.nr_hugepages: "64"\n',
+    ]);
   });
 });

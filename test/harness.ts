@@ -10,7 +10,9 @@ export const ROOT = path.resolve(__dirname, "..");
 
 /** The value of an Output (rejects when it failed). */
 export function unwrap<T>(output: pulumi.Output<T> | T): Promise<T> {
-  return pulumi.Output.isInstance(output) ? ((output as any).promise() as Promise<T>) : Promise.resolve(output as T);
+  return pulumi.Output.isInstance(output)
+    ? ((output as any).promise() as Promise<T>)
+    : Promise.resolve(output as T);
 }
 
 /** Whether an Output is secret. */
@@ -23,7 +25,9 @@ export type StackValues = Record<string, unknown>;
 
 /** The `talos-platform:*` values of a stack file in the repository. */
 export function readStackFile(stack: string): StackValues {
-  const file = parse(readFileSync(path.join(ROOT, `Pulumi.${stack}.yaml`), "utf8")) as { config: Record<string, unknown> };
+  const file = parse(readFileSync(path.join(ROOT, `Pulumi.${stack}.yaml`), "utf8")) as {
+    config: Record<string, unknown>;
+  };
   return Object.fromEntries(
     Object.entries(file.config)
       .filter(([key]) => key.startsWith(`${PROJECT}:`))
@@ -45,6 +49,8 @@ export interface RunOptions {
 
 /** How many errors the Pulumi runtime has logged so far in this process. */
 function runtimeErrorCount(): number {
+  // The runtime's error counter is internal (not in the type declarations), hence the plain require.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
   return require("@pulumi/pulumi/runtime/state").getStore().logErrorCount as number;
 }
 
@@ -52,13 +58,22 @@ function runtimeErrorCount(): number {
 export async function setupRun(values: StackValues, options: RunOptions = {}): Promise<Recorder> {
   const recorder = options.recorder ?? new Recorder();
   recorder.install();
-  await pulumi.runtime.setMocks(recorder.mocks, PROJECT, options.stack ?? "test", options.preview ?? false);
+  await pulumi.runtime.setMocks(
+    recorder.mocks,
+    PROJECT,
+    options.stack ?? "test",
+    options.preview ?? false,
+  );
   const config: Record<string, string> = {};
   for (const [key, value] of Object.entries(values)) {
     config[`${PROJECT}:${key}`] = typeof value === "string" ? value : JSON.stringify(value);
   }
-  for (const [key, value] of Object.entries(options.secrets ?? {})) config[`${PROJECT}:${key}`] = value;
-  pulumi.runtime.setAllConfig(config, Object.keys(options.secrets ?? {}).map((k) => `${PROJECT}:${k}`));
+  for (const [key, value] of Object.entries(options.secrets ?? {}))
+    config[`${PROJECT}:${key}`] = value;
+  pulumi.runtime.setAllConfig(
+    config,
+    Object.keys(options.secrets ?? {}).map((k) => `${PROJECT}:${k}`),
+  );
   return recorder;
 }
 
@@ -67,7 +82,9 @@ export async function resolveAll(value: unknown): Promise<any> {
   if (pulumi.Output.isInstance(value)) return resolveAll(await unwrap(value));
   if (Array.isArray(value)) return Promise.all(value.map(resolveAll));
   if (value !== null && typeof value === "object") {
-    const entries = await Promise.all(Object.entries(value).map(async ([k, v]) => [k, await resolveAll(v)] as const));
+    const entries = await Promise.all(
+      Object.entries(value).map(async ([k, v]) => [k, await resolveAll(v)] as const),
+    );
     return Object.fromEntries(entries);
   }
   return value;
@@ -84,11 +101,14 @@ export async function runFoundation(values: StackValues, options: RunOptions = {
   try {
     const { foundation } = await import("../components/foundation");
     const outputs = foundation();
-    const resolved = options.preview || options.expectErrors ? undefined : await resolveAll(outputs);
+    const resolved =
+      options.preview || options.expectErrors ? undefined : await resolveAll(outputs);
     await recorder.settled();
     const runtimeErrors = runtimeErrorCount() - errorsBefore + rejections.length;
     if (runtimeErrors > 0 && !options.expectErrors) {
-      throw new Error(`the program failed with ${runtimeErrors} runtime error(s): ${rejections.map(String).join("; ")}`);
+      throw new Error(
+        `the program failed with ${runtimeErrors} runtime error(s): ${rejections.map(String).join("; ")}`,
+      );
     }
     return { recorder, outputs, resolved, runtimeErrors, rejections };
   } finally {

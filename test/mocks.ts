@@ -48,20 +48,27 @@ export interface RecordedInvoke {
 
 /** Strips Pulumi's secret markers from deserialized mock inputs, noting where they were. */
 export function unwrapSecrets(value: unknown, path = "", secretPaths: string[] = []): any {
-  if (Array.isArray(value)) return value.map((v, i) => unwrapSecrets(v, path ? `${path}[${i}]` : `[${i}]`, secretPaths));
+  if (Array.isArray(value))
+    return value.map((v, i) => unwrapSecrets(v, path ? `${path}[${i}]` : `[${i}]`, secretPaths));
   if (value !== null && typeof value === "object") {
     const record = value as Record<string, unknown>;
     if (record[SIG_KEY] === SECRET_SIG) {
       secretPaths.push(path);
       return unwrapSecrets(record.value, path, secretPaths);
     }
-    return Object.fromEntries(Object.entries(record).map(([k, v]) => [k, unwrapSecrets(v, path ? `${path}.${k}` : k, secretPaths)]));
+    return Object.fromEntries(
+      Object.entries(record).map(([k, v]) => [
+        k,
+        unwrapSecrets(v, path ? `${path}.${k}` : k, secretPaths),
+      ]),
+    );
   }
   return value;
 }
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
-const pem = (what: string) => `-----BEGIN ${what}-----\n${Buffer.from(what).toString("base64")}\n-----END ${what}-----\n`;
+const pem = (what: string) =>
+  `-----BEGIN ${what}-----\n${Buffer.from(what).toString("base64")}\n-----END ${what}-----\n`;
 const fakeKey = (what: string) => `${FAKE_SECRET_MARKER}-${what}`;
 
 /** Behaviour a test can switch on. */
@@ -92,7 +99,10 @@ export class Recorder {
   /** The one resource with this name. */
   named(name: string): RecordedResource {
     const found = this.resources.filter((r) => r.name === name);
-    if (found.length !== 1) throw new Error(`expected one resource named ${name}, found ${found.length}: ${this.resources.map((r) => r.name).join(", ")}`);
+    if (found.length !== 1)
+      throw new Error(
+        `expected one resource named ${name}, found ${found.length}: ${this.resources.map((r) => r.name).join(", ")}`,
+      );
     return found[0];
   }
 
@@ -103,7 +113,7 @@ export class Recorder {
 
   /** Resolves once no registration or invoke has been in flight for a few turns of the event loop. */
   async settled(): Promise<void> {
-    for (let quiet = 0; quiet < 5; ) {
+    for (let quiet = 0; quiet < 5;) {
       await new Promise((resolve) => setImmediate(resolve));
       quiet = this.inFlight === 0 ? quiet + 1 : 0;
     }
@@ -140,7 +150,10 @@ export class Recorder {
       recorder.inFlight++;
       // MockMonitor calls mocks.call synchronously from here, so the queue stays in step.
       if (req.getTok() !== "pulumi:pulumi:getResource") {
-        recorder.pendingInvokeVersions.push({ version: req.getVersion(), pluginDownloadURL: req.getPlugindownloadurl() });
+        recorder.pendingInvokeVersions.push({
+          version: req.getVersion(),
+          pluginDownloadURL: req.getPlugindownloadurl(),
+        });
       }
       return original.invoke.call(this, req, (err: any, resp: any) => {
         recorder.inFlight--;
@@ -158,12 +171,23 @@ export class Recorder {
     if (index >= 0) this.resources[index] = { ...this.resources[index], urn };
   }
 
-  private newResource(args: pulumi.runtime.MockResourceArgs): { id: string | undefined; state: Record<string, any> } {
+  private newResource(args: pulumi.runtime.MockResourceArgs): {
+    id: string | undefined;
+    state: Record<string, any>;
+  } {
     const secretPaths: string[] = [];
     const inputs = unwrapSecrets(args.inputs, "", secretPaths);
     const key = `${args.type}::${args.name}`;
     const options = this.pendingOptions.get(key) ?? ({} as RecordedOptions);
-    this.resources.push({ type: args.type, name: args.name, urn: this.urns.get(key) ?? "", custom: args.custom ?? true, inputs, secretPaths, options });
+    this.resources.push({
+      type: args.type,
+      name: args.name,
+      urn: this.urns.get(key) ?? "",
+      custom: args.custom ?? true,
+      inputs,
+      secretPaths,
+      options,
+    });
     const { id, state } = fakeResource(args.type, args.name, inputs);
     return { id: args.custom === false ? undefined : id, state };
   }
@@ -178,21 +202,41 @@ export class Recorder {
 }
 
 /** Fake provider state: inputs plus the outputs a real provider would compute. */
-function fakeResource(type: string, name: string, inputs: Record<string, any>): { id: string; state: Record<string, any> } {
+function fakeResource(
+  type: string,
+  name: string,
+  inputs: Record<string, any>,
+): { id: string; state: Record<string, any> } {
   switch (type) {
     case "talos:machine/secrets:Secrets": {
-      const cert = (what: string) => ({ cert: pem(`${what} CERTIFICATE`), key: fakeKey(`${what}-key`) });
+      const cert = (what: string) => ({
+        cert: pem(`${what} CERTIFICATE`),
+        key: fakeKey(`${what}-key`),
+      });
       return {
         id: `${name}-id`,
         state: {
           ...inputs,
           machineSecrets: {
-            certs: { etcd: cert("etcd"), k8s: cert("k8s"), k8sAggregator: cert("k8s-aggregator"), k8sServiceaccount: { key: fakeKey("sa-key") }, os: cert("os") },
+            certs: {
+              etcd: cert("etcd"),
+              k8s: cert("k8s"),
+              k8sAggregator: cert("k8s-aggregator"),
+              k8sServiceaccount: { key: fakeKey("sa-key") },
+              os: cert("os"),
+            },
             cluster: { id: "cluster-id", secret: fakeKey("cluster-secret") },
-            secrets: { bootstrapToken: fakeKey("bootstrap-token"), secretboxEncryptionSecret: fakeKey("secretbox") },
+            secrets: {
+              bootstrapToken: fakeKey("bootstrap-token"),
+              secretboxEncryptionSecret: fakeKey("secretbox"),
+            },
             trustdinfo: { token: fakeKey("trustd-token") },
           },
-          clientConfiguration: { caCertificate: pem("TALOS CA"), clientCertificate: pem("TALOS CLIENT"), clientKey: fakeKey("talos-client-key") },
+          clientConfiguration: {
+            caCertificate: pem("TALOS CA"),
+            clientCertificate: pem("TALOS CLIENT"),
+            clientKey: fakeKey("talos-client-key"),
+          },
         },
       };
     }
@@ -200,7 +244,12 @@ function fakeResource(type: string, name: string, inputs: Record<string, any>): 
       const config = `${inputs.machineConfigurationInput ?? ""}${(inputs.configPatches ?? []).join("\n---\n")}`;
       return {
         id: `${name}-id`,
-        state: { ...inputs, machineConfiguration: config, machineConfigurationHash: sha256(config), resolvedApplyMode: inputs.applyMode ?? "auto" },
+        state: {
+          ...inputs,
+          machineConfiguration: config,
+          machineConfigurationHash: sha256(config),
+          resolvedApplyMode: inputs.applyMode ?? "auto",
+        },
       };
     }
     case "talos:cluster/kubeconfig:Kubeconfig":
@@ -214,13 +263,21 @@ function fakeResource(type: string, name: string, inputs: Record<string, any>): 
             clusters: [{ name: "cluster", cluster: { server: "https://cluster:6443" } }],
             users: [{ name: "admin", user: { "client-key-data": fakeKey("kube-admin-key") } }],
           }),
-          kubernetesClientConfiguration: { host: "https://cluster:6443", caCertificate: pem("K8S CA"), clientCertificate: pem("K8S ADMIN"), clientKey: fakeKey("kube-admin-key") },
+          kubernetesClientConfiguration: {
+            host: "https://cluster:6443",
+            caCertificate: pem("K8S CA"),
+            clientCertificate: pem("K8S ADMIN"),
+            clientKey: fakeKey("kube-admin-key"),
+          },
         },
       };
     case "talos:imageFactory/schematic:Schematic":
       return { id: sha256(inputs.schematic ?? ""), state: inputs };
     case "proxmoxve:download/file:File":
-      return { id: `${inputs.datastoreId}:iso/${inputs.fileName}`, state: { ...inputs, size: 1_300_000_000 } };
+      return {
+        id: `${inputs.datastoreId}:iso/${inputs.fileName}`,
+        state: { ...inputs, size: 1_300_000_000 },
+      };
     case "proxmoxve:index/vmLegacy:VmLegacy":
       return { id: String(inputs.vmId), state: inputs };
     default:
@@ -229,13 +286,24 @@ function fakeResource(type: string, name: string, inputs: Record<string, any>): 
 }
 
 /** Fake invoke results; unknown tokens throw. */
-function fakeInvoke(token: string, inputs: Record<string, any>, behaviour: MockBehaviour): Record<string, any> {
+function fakeInvoke(
+  token: string,
+  inputs: Record<string, any>,
+  behaviour: MockBehaviour,
+): Record<string, any> {
   switch (token) {
     case "talos:machine/getConfiguration:getConfiguration": {
       const base = stringify({
         version: "v1alpha1",
-        machine: { type: inputs.machineType, token: fakeKey("machine-token"), ca: { crt: pem("OS CA"), key: fakeKey("os-ca-key") } },
-        cluster: { clusterName: inputs.clusterName, controlPlane: { endpoint: inputs.clusterEndpoint } },
+        machine: {
+          type: inputs.machineType,
+          token: fakeKey("machine-token"),
+          ca: { crt: pem("OS CA"), key: fakeKey("os-ca-key") },
+        },
+        cluster: {
+          clusterName: inputs.clusterName,
+          controlPlane: { endpoint: inputs.clusterEndpoint },
+        },
       });
       // Not a real strategic merge: the patches follow the base document so tests can see what went in.
       const machineConfiguration = [base, ...(inputs.configPatches ?? [])].join("---\n");
@@ -247,7 +315,15 @@ function fakeInvoke(token: string, inputs: Record<string, any>, behaviour: MockB
         id: inputs.clusterName,
         talosConfig: stringify({
           context: inputs.clusterName,
-          contexts: { [inputs.clusterName]: { endpoints: inputs.endpoints, nodes: inputs.nodes, ca: "Q0E=", crt: "Q1JU", key: fakeKey("talosconfig-key") } },
+          contexts: {
+            [inputs.clusterName]: {
+              endpoints: inputs.endpoints,
+              nodes: inputs.nodes,
+              ca: "Q0E=",
+              crt: "Q1JU",
+              key: fakeKey("talosconfig-key"),
+            },
+          },
         }),
       };
     case "talos:cluster/getHealth:getHealth":
@@ -275,6 +351,8 @@ function fakeInvoke(token: string, inputs: Record<string, any>, behaviour: MockB
       };
     }
     default:
-      throw new Error(`the mocks do not know invoke ${token}; add a realistic fake to test/mocks.ts`);
+      throw new Error(
+        `the mocks do not know invoke ${token}; add a realistic fake to test/mocks.ts`,
+      );
   }
 }

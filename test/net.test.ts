@@ -1,12 +1,20 @@
 import fc from "fast-check";
 import { strict as assert } from "node:assert";
-import { canonicalIp, deriveMac, hostPort, inSubnet, isDnsName, parseCidr } from "../components/net";
+import {
+  canonicalIp,
+  deriveMac,
+  hostPort,
+  inSubnet,
+  isDnsName,
+  parseCidr,
+} from "../components/net";
 
 describe("address helpers", () => {
   it("parses CIDRs of both families and rejects bad prefixes", () => {
     assert.deepEqual(parseCidr("192.0.2.11/24"), { ip: "192.0.2.11", prefix: 24, family: 4 });
     assert.deepEqual(parseCidr("2001:db8::11/64"), { ip: "2001:db8::11", prefix: 64, family: 6 });
-    for (const bad of ["192.0.2.11/33", "2001:db8::/129", "192.0.2.11", "x/24", "192.0.2.11/24/1"]) assert.equal(parseCidr(bad), undefined, bad);
+    for (const bad of ["192.0.2.11/33", "2001:db8::/129", "192.0.2.11", "x/24", "192.0.2.11/24/1"])
+      assert.equal(parseCidr(bad), undefined, bad);
   });
 
   it("tells whether an address is in a subnet, per family", () => {
@@ -39,10 +47,16 @@ describe("address helpers", () => {
 
   it("derives distinct MACs for distinct VM IDs of a cluster", () => {
     fc.assert(
-      fc.property(fc.uniqueArray(fc.integer({ min: 100, max: 999_999_999 }), { minLength: 2, maxLength: 300 }), (vmIds) => {
-        const macs = new Set(vmIds.map((id) => deriveMac(`prod/${id}`)));
-        assert.equal(macs.size, vmIds.length);
-      }),
+      fc.property(
+        fc.uniqueArray(fc.integer({ min: 100, max: 999_999_999 }), {
+          minLength: 2,
+          maxLength: 300,
+        }),
+        (vmIds) => {
+          const macs = new Set(vmIds.map((id) => deriveMac(`prod/${id}`)));
+          assert.equal(macs.size, vmIds.length);
+        },
+      ),
     );
   });
 });

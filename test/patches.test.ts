@@ -16,7 +16,9 @@ import {
 } from "../components/talos/patches";
 import { mixedCluster } from "./fixtures";
 
-const schema = JSON.parse(readFileSync(path.join(__dirname, "fixtures", "talos-config-v1.13.9.schema.json"), "utf8"));
+const schema = JSON.parse(
+  readFileSync(path.join(__dirname, "fixtures", "talos-config-v1.13.9.schema.json"), "utf8"),
+);
 const ajv = new Ajv2020({ strict: false, allErrors: true, formats: { uri: true } });
 const validateTalosDocument = ajv.compile(schema);
 
@@ -24,17 +26,26 @@ const validateTalosDocument = ajv.compile(schema);
 function assertValidTalos(document: ConfigDocument): void {
   const candidate = "kind" in document ? document : { version: "v1alpha1", ...document };
   const valid = validateTalosDocument(candidate);
-  assert.ok(valid, `${JSON.stringify(candidate)} is not a valid Talos 1.13 document: ${ajv.errorsText(validateTalosDocument.errors)}`);
+  assert.ok(
+    valid,
+    `${JSON.stringify(candidate)} is not a valid Talos 1.13 document: ${ajv.errorsText(validateTalosDocument.errors)}`,
+  );
 }
 
 const spec = validatePlatformConfig(mixedCluster(), "Pulumi.test.yaml");
 const byName = (name: string): NodeSpec => spec.nodes.find((n) => n.name === name)!;
 const INSTALLER = "factory.talos.dev/nocloud-installer/abc:v1.13.9";
-const kinds = (documents: ConfigDocument[]) => documents.map((d) => d.kind ?? Object.keys(d).join("+"));
+const kinds = (documents: ConfigDocument[]) =>
+  documents.map((d) => d.kind ?? Object.keys(d).join("+"));
 
 describe("Talos patch builders", () => {
   it("sets a static hostname with automatic hostnames off, as merged 1.12+ configs require", () => {
-    assert.deepEqual(hostnameDocument("cp-1"), { apiVersion: "v1alpha1", kind: "HostnameConfig", hostname: "cp-1", auto: "off" });
+    assert.deepEqual(hostnameDocument("cp-1"), {
+      apiVersion: "v1alpha1",
+      kind: "HostnameConfig",
+      hostname: "cp-1",
+      auto: "off",
+    });
   });
 
   it("selects the NIC by its MAC, lowercased", () => {
@@ -47,37 +58,67 @@ describe("Talos patch builders", () => {
   });
 
   it("configures static addresses and a default route per gateway on the link", () => {
-    assert.deepEqual(linkDocument({ addresses: ["192.0.2.11/24", "2001:db8::11/64"], gateway: "192.0.2.1", gateway6: "2001:db8::1", mac: "02:00:00:00:00:01" }), {
-      apiVersion: "v1alpha1",
-      kind: "LinkConfig",
-      name: "net0",
-      up: true,
-      addresses: [{ address: "192.0.2.11/24" }, { address: "2001:db8::11/64" }],
-      routes: [{ gateway: "192.0.2.1" }, { gateway: "2001:db8::1" }],
-    });
+    assert.deepEqual(
+      linkDocument({
+        addresses: ["192.0.2.11/24", "2001:db8::11/64"],
+        gateway: "192.0.2.1",
+        gateway6: "2001:db8::1",
+        mac: "02:00:00:00:00:01",
+      }),
+      {
+        apiVersion: "v1alpha1",
+        kind: "LinkConfig",
+        name: "net0",
+        up: true,
+        addresses: [{ address: "192.0.2.11/24" }, { address: "2001:db8::11/64" }],
+        routes: [{ gateway: "192.0.2.1" }, { gateway: "2001:db8::1" }],
+      },
+    );
   });
 
   it("names the link by interface when no MAC is known", () => {
-    assert.equal(linkDocument({ addresses: ["2001:db8::31/64"], interface: "enp1s0" }).name, "enp1s0");
+    assert.equal(
+      linkDocument({ addresses: ["2001:db8::31/64"], interface: "enp1s0" }).name,
+      "enp1s0",
+    );
   });
 
   it("puts the VIP on control planes only, on the node's link", () => {
     const cp = nodeDocuments(spec.cluster, byName("cp-1"), INSTALLER);
-    assert.deepEqual(cp.find((d) => d.kind === "Layer2VIPConfig"), { apiVersion: "v1alpha1", kind: "Layer2VIPConfig", name: "192.0.2.10", link: "net0" });
-    assert.equal(nodeDocuments(spec.cluster, byName("worker-1"), INSTALLER).some((d) => d.kind === "Layer2VIPConfig"), false);
+    assert.deepEqual(
+      cp.find((d) => d.kind === "Layer2VIPConfig"),
+      { apiVersion: "v1alpha1", kind: "Layer2VIPConfig", name: "192.0.2.10", link: "net0" },
+    );
+    assert.equal(
+      nodeDocuments(spec.cluster, byName("worker-1"), INSTALLER).some(
+        (d) => d.kind === "Layer2VIPConfig",
+      ),
+      false,
+    );
   });
 
   it("gives each node its hostname, install disk and installer image", () => {
-    const documents = nodeDocuments(spec.cluster, byName("metal-1"), "factory.talos.dev/metal-installer/abc:v1.13.9");
+    const documents = nodeDocuments(
+      spec.cluster,
+      byName("metal-1"),
+      "factory.talos.dev/metal-installer/abc:v1.13.9",
+    );
     assert.deepEqual(kinds(documents), ["HostnameConfig", "machine", "LinkConfig"]);
-    assert.deepEqual(documents[1], { machine: { install: { disk: "/dev/nvme0n1", image: "factory.talos.dev/metal-installer/abc:v1.13.9" } } });
+    assert.deepEqual(documents[1], {
+      machine: {
+        install: { disk: "/dev/nvme0n1", image: "factory.talos.dev/metal-installer/abc:v1.13.9" },
+      },
+    });
   });
 
   it("lets control planes schedule workloads only as the cluster says", () => {
     const documents = nodeDocuments(spec.cluster, byName("cp-1"), INSTALLER);
-    assert.deepEqual(documents.find((d) => (d.cluster as any)?.allowSchedulingOnControlPlanes !== undefined), {
-      cluster: { allowSchedulingOnControlPlanes: false },
-    });
+    assert.deepEqual(
+      documents.find((d) => (d.cluster as any)?.allowSchedulingOnControlPlanes !== undefined),
+      {
+        cluster: { allowSchedulingOnControlPlanes: false },
+      },
+    );
   });
 
   it("puts the endpoint and VIP into both certificate SAN lists", () => {
@@ -89,43 +130,80 @@ describe("Talos patch builders", () => {
   });
 
   it("turns off the CNI and kube-proxy for Cilium", () => {
-    assert.deepEqual(clusterNetworkPatch({ ...spec.cluster.network, cni: "none", kubeProxy: false }), {
-      cluster: { network: { cni: { name: "none" } }, proxy: { disabled: true } },
-    });
+    assert.deepEqual(
+      clusterNetworkPatch({ ...spec.cluster.network, cni: "none", kubeProxy: false }),
+      {
+        cluster: { network: { cni: { name: "none" } }, proxy: { disabled: true } },
+      },
+    );
   });
 
   it("never emits the deprecated machine.network section", () => {
     for (const node of spec.nodes) {
-      for (const document of [...clusterDocuments(spec.cluster), ...nodeDocuments(spec.cluster, node, INSTALLER)]) {
+      for (const document of [
+        ...clusterDocuments(spec.cluster),
+        ...nodeDocuments(spec.cluster, node, INSTALLER),
+      ]) {
         assert.equal((document.machine as any)?.network, undefined);
       }
     }
   });
 
   it("emits only documents that validate against the Talos v1.13.9 schema", () => {
-    const cilium = { ...spec.cluster, network: { ...spec.cluster.network, cni: "none" as const, kubeProxy: false, ntpServers: ["time.example.net"], searchDomains: ["example.net"], podSubnets: ["10.244.0.0/16"] } };
+    const cilium = {
+      ...spec.cluster,
+      network: {
+        ...spec.cluster.network,
+        cni: "none" as const,
+        kubeProxy: false,
+        ntpServers: ["time.example.net"],
+        searchDomains: ["example.net"],
+        podSubnets: ["10.244.0.0/16"],
+      },
+    };
     const documents = [
       ...clusterDocuments(cilium),
-      ...spec.nodes.flatMap((node) => nodeDocuments(cilium, { ...node, labels: { "example.net/tier": "a" } }, INSTALLER)),
+      ...spec.nodes.flatMap((node) =>
+        nodeDocuments(cilium, { ...node, labels: { "example.net/tier": "a" } }, INSTALLER),
+      ),
     ];
     assert.ok(documents.length > 20);
     documents.forEach(assertValidTalos);
   });
 
   it("catches an invalid document (the schema check can fail)", () => {
-    assert.throws(() => assertValidTalos({ machine: { netwrk: {} } }), /not a valid Talos 1.13 document/);
-    assert.throws(() => assertValidTalos({ apiVersion: "v1alpha1", kind: "HostnameConfig", hostname: "x", color: "red" }));
+    assert.throws(
+      () => assertValidTalos({ machine: { netwrk: {} } }),
+      /not a valid Talos 1.13 document/,
+    );
+    assert.throws(() =>
+      assertValidTalos({
+        apiVersion: "v1alpha1",
+        kind: "HostnameConfig",
+        hostname: "x",
+        color: "red",
+      }),
+    );
   });
 
   it("orders patches so the stack file's cluster, role and node patches win over generated ones", () => {
     const values: any = mixedCluster();
-    values.cluster.patches = { all: ["machine:\n  sysctls: {a: '1'}\n"], worker: ["machine:\n  sysctls: {b: '2'}\n"], controlplane: ["machine:\n  sysctls: {c: '3'}\n"] };
+    values.cluster.patches = {
+      all: ["machine:\n  sysctls: {a: '1'}\n"],
+      worker: ["machine:\n  sysctls: {b: '2'}\n"],
+      controlplane: ["machine:\n  sysctls: {c: '3'}\n"],
+    };
     values.nodes[3].patches = [{ machine: { sysctls: { d: "4" } } }];
     const withPatches = validatePlatformConfig(values, "x");
     const patches = machinePatches(withPatches.cluster, withPatches.nodes[3], INSTALLER);
-    const generated = clusterDocuments(withPatches.cluster).length + nodeDocuments(withPatches.cluster, withPatches.nodes[3], INSTALLER).length;
+    const generated =
+      clusterDocuments(withPatches.cluster).length +
+      nodeDocuments(withPatches.cluster, withPatches.nodes[3], INSTALLER).length;
     assert.equal(patches.length, generated + 3);
-    assert.deepEqual(patches.slice(generated).map((p) => parse(p).machine.sysctls), [{ a: "1" }, { b: "2" }, { d: "4" }]);
+    assert.deepEqual(
+      patches.slice(generated).map((p) => parse(p).machine.sysctls),
+      [{ a: "1" }, { b: "2" }, { d: "4" }],
+    );
     assert.deepEqual(parse(patches[0]).machine.certSANs, ["api.demo.example.net", "192.0.2.10"]);
   });
 });

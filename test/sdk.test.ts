@@ -9,11 +9,23 @@ import { Recorder } from "./mocks";
 const facts = require("../sdks/talos/provider-facts.json") as {
   version: string;
   pluginDownloadURL: string;
-  resources: Record<string, { inputs: string[]; required: string[]; outputs: string[]; secret: string[] }>;
+  resources: Record<
+    string,
+    { inputs: string[]; required: string[]; outputs: string[]; secret: string[] }
+  >;
   functions: Record<string, { inputs: string[]; required: string[]; outputs: string[] }>;
 };
 
-const dummy = (name: string): unknown => (name === "timeouts" ? { create: "1m" } : name === "onDestroy" ? { reset: true } : name.startsWith("clientConfiguration") ? { caCertificate: "ca", clientCertificate: "crt", clientKey: "key" } : name === "configPatches" ? ["machine: {}"] : `value-of-${name}`);
+const dummy = (name: string): unknown =>
+  name === "timeouts"
+    ? { create: "1m" }
+    : name === "onDestroy"
+      ? { reset: true }
+      : name.startsWith("clientConfiguration")
+        ? { caCertificate: "ca", clientCertificate: "crt", clientKey: "key" }
+        : name === "configPatches"
+          ? ["machine: {}"]
+          : `value-of-${name}`;
 const argsFor = (names: string[]) => Object.fromEntries(names.map((n) => [n, dummy(n)]));
 
 const resources: [string, new (name: string, args: any, opts?: any) => any][] = [
@@ -48,13 +60,17 @@ describe("the local Talos SDK (drop-in for @pulumiverse/talos 0.8.1)", () => {
       const [recorded] = recorder.ofType(token);
       assert.ok(recorded, `nothing registered as ${token}`);
       assert.deepEqual(Object.keys(recorded.inputs).sort(), [...schema.inputs].sort());
-      assert.deepEqual(recorded.options.additionalSecretOutputs.slice().sort(), [...schema.secret].sort());
+      assert.deepEqual(
+        recorded.options.additionalSecretOutputs.slice().sort(),
+        [...schema.secret].sort(),
+      );
       for (const secret of schema.secret.filter((s) => schema.inputs.includes(s))) {
         assert.ok(recorded.secretPaths.includes(secret), `input ${secret} is not sent as a secret`);
       }
       assert.equal(recorded.options.version, "0.8.1");
       assert.equal(recorded.options.pluginDownloadURL, "github://api.github.com/pulumiverse");
-      for (const output of schema.outputs) assert.ok(output in resource, `missing output property ${output}`);
+      for (const output of schema.outputs)
+        assert.ok(output in resource, `missing output property ${output}`);
     });
   }
 
@@ -72,11 +88,22 @@ describe("the local Talos SDK (drop-in for @pulumiverse/talos 0.8.1)", () => {
   }
 
   it("refuses a resource without its required inputs, like generated SDKs", () => {
-    assert.throws(() => new talos.machine.ConfigurationApply("x", {} as any), /Missing required property 'node'/);
-    assert.throws(() => new talos.cluster.Kubeconfig("x", { node: "n" } as any), /Missing required property 'clientConfiguration'/);
+    assert.throws(
+      () => new talos.machine.ConfigurationApply("x", {} as any),
+      /Missing required property 'node'/,
+    );
+    assert.throws(
+      () => new talos.cluster.Kubeconfig("x", { node: "n" } as any),
+      /Missing required property 'clientConfiguration'/,
+    );
   });
 
   it("uses the registry package's module names", () => {
-    assert.deepEqual(Object.keys(talos).filter((k) => k !== "types").sort(), ["client", "cluster", "imagefactory", "machine"]);
+    assert.deepEqual(
+      Object.keys(talos)
+        .filter((k) => k !== "types")
+        .sort(),
+      ["client", "cluster", "imagefactory", "machine"],
+    );
   });
 });

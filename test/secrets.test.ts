@@ -13,27 +13,40 @@ function sensitivePaths(value: unknown, path = ""): string[] {
   return [];
 }
 
-const coveredBy = (path: string, secretPaths: string[]) => secretPaths.some((s) => path === s || path.startsWith(`${s}.`) || path.startsWith(`${s}[`));
+const coveredBy = (path: string, secretPaths: string[]) =>
+  secretPaths.some((s) => path === s || path.startsWith(`${s}.`) || path.startsWith(`${s}[`));
 
 describe("secrets stay secret", () => {
   let recorder: Recorder;
   let outputs: any;
-  before(async () => ({ recorder, outputs } = await runFoundation(mixedCluster(), { secrets: { proxmoxApiToken: `root@pam!ci=${FAKE_SECRET_MARKER}-pve` } })));
+  before(
+    async () =>
+      ({ recorder, outputs } = await runFoundation(mixedCluster(), {
+        secrets: { proxmoxApiToken: `root@pam!ci=${FAKE_SECRET_MARKER}-pve` },
+      })),
+  );
 
   it("sends every key, token and machine config to providers only as secrets", () => {
     let checked = 0;
     for (const resource of recorder.resources) {
       for (const path of sensitivePaths(resource.inputs)) {
         checked++;
-        assert.ok(coveredBy(path, resource.secretPaths), `${resource.name}: input ${path} carries key material but is not secret`);
+        assert.ok(
+          coveredBy(path, resource.secretPaths),
+          `${resource.name}: input ${path} carries key material but is not secret`,
+        );
       }
     }
     assert.ok(checked >= 10, `expected key material in many inputs, saw ${checked}`);
   });
 
   it("marks the Talos provider's sensitive outputs secret in state", () => {
-    const options = (type: string) => recorder.ofType(type)[0].options.additionalSecretOutputs.slice().sort();
-    assert.deepEqual(options("talos:machine/secrets:Secrets"), ["clientConfiguration", "machineSecrets"]);
+    const options = (type: string) =>
+      recorder.ofType(type)[0].options.additionalSecretOutputs.slice().sort();
+    assert.deepEqual(options("talos:machine/secrets:Secrets"), [
+      "clientConfiguration",
+      "machineSecrets",
+    ]);
     assert.deepEqual(options("talos:machine/configurationApply:ConfigurationApply"), [
       "clientConfigurationWo",
       "machineConfiguration",
@@ -48,7 +61,7 @@ describe("secrets stay secret", () => {
     assert.equal(await isSecret(outputs.talosconfig), true);
     for (const [key, value] of Object.entries(outputs)) {
       if (key === "kubeconfig" || key === "talosconfig") continue;
-      const plain = JSON.stringify(await (value as any)?.promise?.() ?? value);
+      const plain = JSON.stringify((await (value as any)?.promise?.()) ?? value);
       assert.ok(!plain.includes(FAKE_SECRET_MARKER), `output ${key} leaks key material`);
     }
   });

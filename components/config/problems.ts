@@ -9,7 +9,8 @@ export type KeyPath = readonly (string | number)[];
 /** `nodes[2].proxmox.vmId` for ["nodes", 2, "proxmox", "vmId"]. */
 export function keyOf(path: KeyPath): string {
   return path.reduce<string>(
-    (key, part) => (typeof part === "number" ? `${key}[${part}]` : key === "" ? part : `${key}.${part}`),
+    (key, part) =>
+      typeof part === "number" ? `${key}[${part}]` : key === "" ? part : `${key}.${part}`,
     "",
   );
 }
@@ -36,7 +37,8 @@ export function closestKey(key: string, knownKeys: readonly string[]): string | 
   let best: { key: string; distance: number } | undefined;
   for (const known of new Set(knownKeys)) {
     const distance = known.toLowerCase() === lower ? 0 : editDistance(lower, known.toLowerCase());
-    if (distance <= 2 && (best === undefined || distance < best.distance)) best = { key: known, distance };
+    if (distance <= 2 && (best === undefined || distance < best.distance))
+      best = { key: known, distance };
   }
   return best?.key;
 }
@@ -46,7 +48,11 @@ function editDistance(a: string, b: string): number {
   for (let i = 1; i <= a.length; i++) {
     const current = [i];
     for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      current[j] = Math.min(
+        previous[j] + 1,
+        current[j - 1] + 1,
+        previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
     }
     previous = current;
   }
@@ -83,19 +89,27 @@ export class Problems {
    * Records every issue of a failed schema parse of the value found at `base`; `knownKeys` lets an
    * unknown key be answered with the key that was probably meant.
    */
-  addZodIssues(base: KeyPath, raw: unknown, issues: readonly z.core.$ZodIssue[], knownKeys: readonly string[] = []): void {
+  addZodIssues(
+    base: KeyPath,
+    raw: unknown,
+    issues: readonly z.core.$ZodIssue[],
+    knownKeys: readonly string[] = [],
+  ): void {
     for (const issue of issues) {
       const relative: KeyPath = issue.path.map((p) => (typeof p === "symbol" ? String(p) : p));
       const path = [...base, ...relative];
       if (issue.code === "unrecognized_keys") {
         for (const key of issue.keys) {
           const meant = closestKey(key, knownKeys);
-          const hint = meant ? `Did you mean ${meant}?` : "See the README's configuration reference";
+          const hint = meant
+            ? `Did you mean ${meant}?`
+            : "See the README's configuration reference";
           this.add([...path, key], "unknown key", { hint });
         }
       } else {
         const value = valueAt(raw, relative);
-        const message = value === undefined && issue.code === "invalid_type" ? "required" : issue.message;
+        const message =
+          value === undefined && issue.code === "invalid_type" ? "required" : issue.message;
         this.add(path, message, value === undefined ? {} : { got: value });
       }
     }
@@ -122,7 +136,9 @@ export class StackConfigError extends pulumi.RunError {
     readonly problems: readonly string[],
   ) {
     const noun = problems.length === 1 ? "problem" : "problems";
-    super(`${stackFile} has ${problems.length} ${noun}; nothing was created:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    super(
+      `${stackFile} has ${problems.length} ${noun}; nothing was created:\n${problems.map((p) => `  - ${p}`).join("\n")}`,
+    );
     this.name = "StackConfigError";
   }
 }

@@ -2,7 +2,14 @@
 // reports everything that is wrong.
 import { parseAllDocuments } from "yaml";
 import { canonicalIp, inSubnet, ipFamily, parseCidr } from "../net";
-import { compareMinor, minorOf, parseVersion, supportsKubernetes, talosRelease, TALOS_RELEASES } from "../talos/versions";
+import {
+  compareMinor,
+  minorOf,
+  parseVersion,
+  supportsKubernetes,
+  talosRelease,
+  TALOS_RELEASES,
+} from "../talos/versions";
 import { KeyPath, Problems } from "./problems";
 import type { RawCluster, RawNode, RawPatch, RawProxmox } from "./schema";
 
@@ -46,10 +53,14 @@ const versions: Rule = ({ cluster }, problems) => {
   }
   const kubernetes = parseVersion(cluster.kubernetesVersion)!;
   if (!supportsKubernetes(release, kubernetes)) {
-    problems.add(["cluster", "kubernetesVersion"], `Talos ${release.minor} does not support Kubernetes ${minorOf(kubernetes)}`, {
-      got: cluster.kubernetesVersion,
-      hint: `Use Kubernetes ${release.kubernetes.min} to ${release.kubernetes.max}, or another Talos version`,
-    });
+    problems.add(
+      ["cluster", "kubernetesVersion"],
+      `Talos ${release.minor} does not support Kubernetes ${minorOf(kubernetes)}`,
+      {
+        got: cluster.kubernetesVersion,
+        hint: `Use Kubernetes ${release.kubernetes.min} to ${release.kubernetes.max}, or another Talos version`,
+      },
+    );
   }
   if (cluster.configContract) {
     const contract = parseVersion(cluster.configContract)!;
@@ -73,12 +84,18 @@ const endpoint: Rule = ({ cluster }, problems) => {
 const imageFactory: Rule = ({ cluster }, problems) => {
   const factory = cluster?.imageFactory;
   if (!factory?.schematicId) return;
-  const customised = (factory.extensions?.length ?? 0) + (factory.extraKernelArgs?.length ?? 0) +
+  const customised =
+    (factory.extensions?.length ?? 0) +
+    (factory.extraKernelArgs?.length ?? 0) +
     Object.values(factory.platformExtensions ?? {}).reduce((n, list) => n + (list?.length ?? 0), 0);
   if (customised > 0) {
-    problems.add(["cluster", "imageFactory", "schematicId"], "cannot be combined with extensions or extraKernelArgs", {
-      hint: "Either name a schematic, or list extensions and let the program register the schematic",
-    });
+    problems.add(
+      ["cluster", "imageFactory", "schematicId"],
+      "cannot be combined with extensions or extraKernelArgs",
+      {
+        hint: "Either name a schematic, or list extensions and let the program register the schematic",
+      },
+    );
   }
 };
 
@@ -88,16 +105,23 @@ function checkPatch(path: KeyPath, patch: RawPatch, problems: Problems): void {
   const values: unknown[] = typeof patch === "string" ? [] : [patch];
   for (const document of Array.isArray(documents) ? documents : [documents]) {
     if (document.errors.length > 0) {
-      problems.add(path, `is not valid YAML (${document.errors[0].message.split("\n")[0].replace(/:$/, "")})`);
+      problems.add(
+        path,
+        `is not valid YAML (${document.errors[0].message.split("\n")[0].replace(/:$/, "")})`,
+      );
       return;
     }
     values.push(document.toJS());
   }
   for (const value of values) {
     if (value === null || typeof value !== "object" || Array.isArray(value)) {
-      problems.add(path, "must be a mapping (a strategic merge patch); JSON 6902 patch lists are not supported", {
-        got: value,
-      });
+      problems.add(
+        path,
+        "must be a mapping (a strategic merge patch); JSON 6902 patch lists are not supported",
+        {
+          got: value,
+        },
+      );
       return;
     }
     const machine = (value as { machine?: unknown }).machine;
@@ -115,16 +139,22 @@ function checkPatch(path: KeyPath, patch: RawPatch, problems: Problems): void {
 
 const patches: Rule = ({ cluster, nodes }, problems) => {
   for (const scope of ["all", "controlplane", "worker"] as const) {
-    cluster?.patches?.[scope]?.forEach((patch, i) => checkPatch(["cluster", "patches", scope, i], patch, problems));
+    cluster?.patches?.[scope]?.forEach((patch, i) =>
+      checkPatch(["cluster", "patches", scope, i], patch, problems),
+    );
   }
   for (const { index, node } of nodes) {
-    node.patches?.forEach((patch, i) => checkPatch(["nodes", index, "patches", i], patch, problems));
+    node.patches?.forEach((patch, i) =>
+      checkPatch(["nodes", index, "patches", i], patch, problems),
+    );
   }
 };
 
 const controlPlaneCount: Rule = ({ rawNodes }, problems) => {
   if (rawNodes.length === 0) {
-    problems.add(["nodes"], "the cluster has no nodes", { hint: "List 1, 3 or 5 control planes and any workers" });
+    problems.add(["nodes"], "the cluster has no nodes", {
+      hint: "List 1, 3 or 5 control planes and any workers",
+    });
     return;
   }
   const roles = rawNodes.map((n) => (n as { role?: unknown } | null)?.role);
@@ -132,23 +162,34 @@ const controlPlaneCount: Rule = ({ rawNodes }, problems) => {
   if (roles.some((role) => role !== "controlplane" && role !== "worker")) return;
   const controlPlanes = roles.filter((role) => role === "controlplane").length;
   if (controlPlanes === 0) {
-    problems.add(["nodes"], "a cluster needs at least one control plane", { got: 0, hint: "Use 1, 3 or 5" });
+    problems.add(["nodes"], "a cluster needs at least one control plane", {
+      got: 0,
+      hint: "Use 1, 3 or 5",
+    });
   } else if (controlPlanes % 2 === 0) {
-    problems.add(["nodes"], "etcd needs an odd number of control planes", { got: controlPlanes, hint: "Use 1, 3 or 5" });
+    problems.add(["nodes"], "etcd needs an odd number of control planes", {
+      got: controlPlanes,
+      hint: "Use 1, 3 or 5",
+    });
   }
 };
 
 /** Records `path` as a duplicate of the first place the same value was seen under another owner. */
 class FirstSeen {
   private readonly seen = new Map<string, { owner: number; key: string }>();
-  constructor(private readonly what: string, private readonly fix: string) {}
+  constructor(
+    private readonly what: string,
+    private readonly fix: string,
+  ) {}
 
   check(value: string, owner: number, path: KeyPath, ownerKey: string, problems: Problems): void {
     const first = this.seen.get(value);
     if (!first) {
       this.seen.set(value, { owner, key: ownerKey });
     } else if (first.owner !== owner) {
-      problems.add(path, `${this.what} ${value} is already used by ${first.key}`, { hint: this.fix });
+      problems.add(path, `${this.what} ${value} is already used by ${first.key}`, {
+        hint: this.fix,
+      });
     }
   }
 }
@@ -160,20 +201,47 @@ const uniqueness: Rule = ({ cluster, nodes }, problems) => {
   const ips = new FirstSeen("address", "Each address belongs to one node");
   const vmIds = new FirstSeen("VM ID", "Choose an unused VM ID");
   const macs = new FirstSeen("MAC", "Each NIC needs its own MAC");
-  if (cluster?.vip) ips.check(canonicalIp(cluster.vip), VIP_OWNER, ["cluster", "vip"], "cluster.vip", problems);
+  if (cluster?.vip)
+    ips.check(canonicalIp(cluster.vip), VIP_OWNER, ["cluster", "vip"], "cluster.vip", problems);
   for (const { index, node } of nodes) {
     const owner = `nodes[${index}]`;
     names.check(node.name, index, ["nodes", index, "name"], owner, problems);
     node.network?.addresses.forEach((address, i) => {
       const path = ["nodes", index, "network", "addresses", i];
-      ips.check(canonicalIp(parseCidr(address)!.ip), index, path, `${owner}.network.addresses[${i}]`, problems);
+      ips.check(
+        canonicalIp(parseCidr(address)!.ip),
+        index,
+        path,
+        `${owner}.network.addresses[${i}]`,
+        problems,
+      );
     });
     if (node.platform === "baremetal") {
       const path = ["nodes", index, "baremetal", "address"];
-      ips.check(canonicalIp(node.baremetal.address), index, path, `${owner}.baremetal.address`, problems);
+      ips.check(
+        canonicalIp(node.baremetal.address),
+        index,
+        path,
+        `${owner}.baremetal.address`,
+        problems,
+      );
     }
-    if (node.network?.mac) macs.check(node.network.mac.toLowerCase(), index, ["nodes", index, "network", "mac"], owner, problems);
-    if (node.platform === "proxmox") vmIds.check(String(node.proxmox.vmId), index, ["nodes", index, "proxmox", "vmId"], owner, problems);
+    if (node.network?.mac)
+      macs.check(
+        node.network.mac.toLowerCase(),
+        index,
+        ["nodes", index, "network", "mac"],
+        owner,
+        problems,
+      );
+    if (node.platform === "proxmox")
+      vmIds.check(
+        String(node.proxmox.vmId),
+        index,
+        ["nodes", index, "proxmox", "vmId"],
+        owner,
+        problems,
+      );
   }
 };
 
@@ -187,7 +255,8 @@ const proxmoxHosts: Rule = ({ proxmox, proxmoxGiven, nodes }, problems) => {
   if (!proxmox) return;
   const declared = new Set<string>();
   proxmox.hosts.forEach((host, i) => {
-    if (declared.has(host.name)) problems.add(["proxmox", "hosts", i, "name"], `host ${host.name} is listed twice`);
+    if (declared.has(host.name))
+      problems.add(["proxmox", "hosts", i, "name"], `host ${host.name} is listed twice`);
     declared.add(host.name);
   });
   for (const { index, node } of proxmoxNodes) {
@@ -218,22 +287,33 @@ const nodeNetworks: Rule = ({ nodes }, problems) => {
       });
     }
     const cidrs = network.addresses.map((a) => parseCidr(a)!);
-    for (const [key, family] of [["gateway", 4], ["gateway6", 6]] as const) {
+    for (const [key, family] of [
+      ["gateway", 4],
+      ["gateway6", 6],
+    ] as const) {
       const gateway = network[key];
       if (gateway && !cidrs.some((c) => c.family === family && inSubnet(gateway, c))) {
-        problems.add([...base, "network", key], `is outside every IPv${family} subnet of the node`, {
-          got: gateway,
-          hint: `The node's addresses are ${network.addresses.join(", ")}`,
-        });
+        problems.add(
+          [...base, "network", key],
+          `is outside every IPv${family} subnet of the node`,
+          {
+            got: gateway,
+            hint: `The node's addresses are ${network.addresses.join(", ")}`,
+          },
+        );
       }
     }
     if (node.platform === "baremetal") {
       const address = canonicalIp(node.baremetal.address);
       if (!cidrs.some((c) => canonicalIp(c.ip) === address)) {
-        problems.add([...base, "baremetal", "address"], "is not one of network.addresses, so the node would stop answering there once configured", {
-          got: node.baremetal.address,
-          hint: "List it in network.addresses, or use the static address the node will keep",
-        });
+        problems.add(
+          [...base, "baremetal", "address"],
+          "is not one of network.addresses, so the node would stop answering there once configured",
+          {
+            got: node.baremetal.address,
+            hint: "List it in network.addresses, or use the static address the node will keep",
+          },
+        );
       }
     }
   }
@@ -241,8 +321,16 @@ const nodeNetworks: Rule = ({ nodes }, problems) => {
 
 const controlPlaneMemory: Rule = ({ nodes }, problems) => {
   for (const { index, node } of nodes) {
-    if (node.platform === "proxmox" && node.role === "controlplane" && (node.proxmox.memory ?? 4096) < 2048) {
-      problems.add(["nodes", index, "proxmox", "memory"], "a control plane needs at least 2048 MiB", { got: node.proxmox.memory });
+    if (
+      node.platform === "proxmox" &&
+      node.role === "controlplane" &&
+      (node.proxmox.memory ?? 4096) < 2048
+    ) {
+      problems.add(
+        ["nodes", index, "proxmox", "memory"],
+        "a control plane needs at least 2048 MiB",
+        { got: node.proxmox.memory },
+      );
     }
   }
 };
@@ -253,7 +341,10 @@ const vip: Rule = ({ cluster, nodes }, problems) => {
   for (const { index, node } of nodes) {
     if (node.role !== "controlplane") continue;
     if (!node.network) {
-      problems.add(["nodes", index, "network"], "required on control planes when cluster.vip is set (the VIP needs a link)");
+      problems.add(
+        ["nodes", index, "network"],
+        "required on control planes when cluster.vip is set (the VIP needs a link)",
+      );
     } else if (!node.network.addresses.some((a) => inSubnet(address, parseCidr(a)!))) {
       problems.add(["cluster", "vip"], `is not in any subnet of control plane nodes[${index}]`, {
         got: address,
@@ -261,7 +352,8 @@ const vip: Rule = ({ cluster, nodes }, problems) => {
       });
     }
   }
-  if (ipFamily(address) === undefined) problems.add(["cluster", "vip"], "is not an IP address", { got: address });
+  if (ipFamily(address) === undefined)
+    problems.add(["cluster", "vip"], "is not an IP address", { got: address });
 };
 
 /** Every cross-field rule, in the order their problems are listed. */

@@ -14,13 +14,23 @@ export const ROLES = ["controlplane", "worker"] as const;
 export type Role = (typeof ROLES)[number];
 
 /** Talos `applyMode` values for later configuration changes. */
-export const APPLY_MODES = ["auto", "no_reboot", "reboot", "staged", "staged_if_needing_reboot"] as const;
+export const APPLY_MODES = [
+  "auto",
+  "no_reboot",
+  "reboot",
+  "staged",
+  "staged_if_needing_reboot",
+] as const;
 
 const ip = z.string().refine((v) => ipFamily(v) !== undefined, {
   error: "expected an IPv4 or IPv6 address such as 192.0.2.10 or 2001:db8::10",
 });
-const ipv4 = z.string().refine((v) => ipFamily(v) === 4, { error: "expected an IPv4 address such as 192.0.2.1" });
-const ipv6 = z.string().refine((v) => ipFamily(v) === 6, { error: "expected an IPv6 address such as 2001:db8::1" });
+const ipv4 = z
+  .string()
+  .refine((v) => ipFamily(v) === 4, { error: "expected an IPv4 address such as 192.0.2.1" });
+const ipv6 = z
+  .string()
+  .refine((v) => ipFamily(v) === 6, { error: "expected an IPv6 address such as 2001:db8::1" });
 const cidr = z.string().refine((v) => parseCidr(v) !== undefined, {
   error: "expected an address with its prefix length, such as 192.0.2.11/24 or 2001:db8::11/64",
 });
@@ -35,7 +45,9 @@ const hostName = z.string().refine((v) => ipFamily(v) !== undefined || isDnsName
 });
 const mac = z.string().refine(isMac, { error: "expected a MAC address such as bc:24:11:00:00:11" });
 const positiveInt = z.int().positive();
-const duration = z.string().regex(/^(\d+(\.\d+)?(h|m|s|ms))+$/, { error: "expected a Go duration such as 10m or 1h30m" });
+const duration = z
+  .string()
+  .regex(/^(\d+(\.\d+)?(h|m|s|ms))+$/, { error: "expected a Go duration such as 10m or 1h30m" });
 
 /** A Talos config patch: a YAML string (one or more documents) or a mapping written inline in the stack file. */
 const patch = z.union([z.string(), z.record(z.string(), z.unknown())], {
@@ -61,7 +73,10 @@ const nodeCommon = {
   name: dnsLabel,
   role: z.enum(ROLES, { error: `expected one of ${ROLES.join(", ")}` }),
   /** @default "/dev/sda" */
-  installDisk: z.string().regex(/^\/dev\/\S+$/, { error: "expected a device path such as /dev/sda" }).optional(),
+  installDisk: z
+    .string()
+    .regex(/^\/dev\/\S+$/, { error: "expected a device path such as /dev/sda" })
+    .optional(),
   network: nodeNetwork.optional(),
   /** Kubernetes node labels. */
   labels: z.record(z.string(), z.string()).optional(),
@@ -87,7 +102,11 @@ const proxmoxVm = z.strictObject({
   cpuType: z.string().min(1).optional(),
 });
 
-const proxmoxNode = z.strictObject({ ...nodeCommon, platform: z.literal("proxmox"), proxmox: proxmoxVm });
+const proxmoxNode = z.strictObject({
+  ...nodeCommon,
+  platform: z.literal("proxmox"),
+  proxmox: proxmoxVm,
+});
 
 const baremetalNode = z.strictObject({
   ...nodeCommon,
@@ -122,7 +141,10 @@ export const clusterSchema = z.strictObject({
   imageFactory: z
     .strictObject({
       /** An existing schematic ID; used when no extensions or kernel args are listed. */
-      schematicId: z.string().regex(/^[0-9a-f]{64}$/, { error: "expected a 64-character hex schematic ID" }).optional(),
+      schematicId: z
+        .string()
+        .regex(/^[0-9a-f]{64}$/, { error: "expected a 64-character hex schematic ID" })
+        .optional(),
       /** Official system extensions for every node, e.g. siderolabs/intel-ucode. */
       extensions: z.array(z.string().min(1)).optional(),
       /** Extra extensions per platform, e.g. proxmox: [siderolabs/qemu-guest-agent]. */
@@ -133,7 +155,9 @@ export const clusterSchema = z.strictObject({
   network: z
     .strictObject({
       nameservers: z.array(ip).optional(),
-      searchDomains: z.array(z.string().refine(isDnsName, { error: "expected a DNS domain" })).optional(),
+      searchDomains: z
+        .array(z.string().refine(isDnsName, { error: "expected a DNS domain" }))
+        .optional(),
       ntpServers: z.array(z.string().min(1)).optional(),
       podSubnets: z.array(cidr).optional(),
       serviceSubnets: z.array(cidr).optional(),
@@ -148,7 +172,11 @@ export const clusterSchema = z.strictObject({
   /** Extra names and IPs for the API server and Talos API certificates. */
   certSANs: z.array(hostName).optional(),
   patches: z
-    .strictObject({ all: patches.optional(), controlplane: patches.optional(), worker: patches.optional() })
+    .strictObject({
+      all: patches.optional(),
+      controlplane: patches.optional(),
+      worker: patches.optional(),
+    })
     .optional(),
   /** How later config changes are applied. @default "auto" */
   applyMode: z.enum(APPLY_MODES).optional(),

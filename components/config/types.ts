@@ -95,7 +95,11 @@ export interface ClusterSpec {
   readonly allowSchedulingOnControlPlanes: boolean;
   readonly certSANs: readonly string[];
   /** Cluster-wide patches as YAML strings, by scope. */
-  readonly patches: { readonly all: readonly string[]; readonly controlplane: readonly string[]; readonly worker: readonly string[] };
+  readonly patches: {
+    readonly all: readonly string[];
+    readonly controlplane: readonly string[];
+    readonly worker: readonly string[];
+  };
   readonly applyMode: ApplyMode;
   readonly protectControlPlanes: boolean;
   readonly health: { readonly enabled: boolean; readonly timeout: string };

@@ -6,7 +6,16 @@ import { deriveMac, hostPort, parseCidr } from "../net";
 import { parseVersion } from "../talos/versions";
 import { Problems, propertyNames } from "./problems";
 import { IndexedNode, RULES } from "./rules";
-import { clusterSchema, nodeSchema, nodesSchema, proxmoxSchema, RawCluster, RawNode, RawPatch, RawProxmox } from "./schema";
+import {
+  clusterSchema,
+  nodeSchema,
+  nodesSchema,
+  proxmoxSchema,
+  RawCluster,
+  RawNode,
+  RawPatch,
+  RawProxmox,
+} from "./schema";
 import type { ClusterSpec, NodeNetworkSpec, NodeSpec, PlatformSpec, ProxmoxSpec } from "./types";
 
 /** The stack's config values, as read (objects already decoded from the stack file). */
@@ -22,7 +31,12 @@ const KNOWN_KEYS = [
   ...propertyNames(z.toJSONSchema(proxmoxSchema, { unrepresentable: "any" })),
 ];
 
-function parse<T>(key: string, schema: z.ZodType<T>, raw: unknown, problems: Problems): T | undefined {
+function parse<T>(
+  key: string,
+  schema: z.ZodType<T>,
+  raw: unknown,
+  problems: Problems,
+): T | undefined {
   const result = schema.safeParse(raw);
   if (result.success) return result.data;
   problems.addZodIssues([key], raw, result.error.issues, KNOWN_KEYS);
@@ -36,9 +50,16 @@ function parse<T>(key: string, schema: z.ZodType<T>, raw: unknown, problems: Pro
  */
 export function validatePlatformConfig(raw: RawStackConfig, stackFile: string): PlatformSpec {
   const problems = new Problems();
-  const cluster = raw.cluster === undefined ? missing("cluster", problems) : parse("cluster", clusterSchema, raw.cluster, problems);
-  const proxmox = raw.proxmox === undefined ? undefined : parse("proxmox", proxmoxSchema, raw.proxmox, problems);
-  const rawNodes = raw.nodes === undefined ? missing("nodes", problems) : parse("nodes", nodesSchema, raw.nodes, problems);
+  const cluster =
+    raw.cluster === undefined
+      ? missing("cluster", problems)
+      : parse("cluster", clusterSchema, raw.cluster, problems);
+  const proxmox =
+    raw.proxmox === undefined ? undefined : parse("proxmox", proxmoxSchema, raw.proxmox, problems);
+  const rawNodes =
+    raw.nodes === undefined
+      ? missing("nodes", problems)
+      : parse("nodes", nodesSchema, raw.nodes, problems);
   const nodes: IndexedNode[] = [];
   (rawNodes ?? []).forEach((value, index) => {
     const result = nodeSchema.safeParse(value);
@@ -46,13 +67,22 @@ export function validatePlatformConfig(raw: RawStackConfig, stackFile: string): 
     else problems.addZodIssues(["nodes", index], value, result.error.issues, KNOWN_KEYS);
   });
 
-  const input = { cluster, proxmox, proxmoxGiven: raw.proxmox !== undefined, nodes, rawNodes: rawNodes ?? [] };
+  const input = {
+    cluster,
+    proxmox,
+    proxmoxGiven: raw.proxmox !== undefined,
+    nodes,
+    rawNodes: rawNodes ?? [],
+  };
   for (const rule of RULES) rule(input, problems);
   problems.throwIfAny(stackFile);
 
   // No problems: every section parsed.
   const proxmoxSpec = proxmox && normalizeProxmox(proxmox);
-  const clusterSpec = normalizeCluster(cluster!, nodes.map((n) => n.node));
+  const clusterSpec = normalizeCluster(
+    cluster!,
+    nodes.map((n) => n.node),
+  );
   return {
     cluster: clusterSpec,
     proxmox: proxmoxSpec,
@@ -61,7 +91,9 @@ export function validatePlatformConfig(raw: RawStackConfig, stackFile: string): 
 }
 
 function missing(key: string, problems: Problems): undefined {
-  problems.add([key], "required", { hint: "See the README's configuration reference and Pulumi.staging.yaml" });
+  problems.add([key], "required", {
+    hint: "See the README's configuration reference and Pulumi.staging.yaml",
+  });
   return undefined;
 }
 
@@ -81,7 +113,9 @@ function normalizeCluster(cluster: RawCluster, nodes: readonly RawNode[]): Clust
     vip: cluster.vip,
     talosVersion,
     kubernetesVersion: parseVersion(cluster.kubernetesVersion)!.version,
-    configContract: cluster.configContract ? `v${parseVersion(cluster.configContract)!.version}` : talosVersion,
+    configContract: cluster.configContract
+      ? `v${parseVersion(cluster.configContract)!.version}`
+      : talosVersion,
     imageFactory: {
       schematicId: cluster.imageFactory?.schematicId,
       extensions: cluster.imageFactory?.extensions ?? [],
@@ -97,7 +131,8 @@ function normalizeCluster(cluster: RawCluster, nodes: readonly RawNode[]): Clust
       cni: network.cni ?? "flannel",
       kubeProxy: network.kubeProxy ?? true,
     },
-    allowSchedulingOnControlPlanes: cluster.allowSchedulingOnControlPlanes ?? nodes.every((n) => n.role === "controlplane"),
+    allowSchedulingOnControlPlanes:
+      cluster.allowSchedulingOnControlPlanes ?? nodes.every((n) => n.role === "controlplane"),
     certSANs: cluster.certSANs ?? [],
     patches: {
       all: patchText(cluster.patches?.all),
@@ -114,14 +149,20 @@ function normalizeProxmox(proxmox: RawProxmox): ProxmoxSpec {
   return {
     endpoint: proxmox.endpoint,
     insecure: proxmox.insecure ?? false,
-    hosts: proxmox.hosts.map((h) => ({ name: h.name, imageDatastore: h.imageDatastore ?? "local" })),
+    hosts: proxmox.hosts.map((h) => ({
+      name: h.name,
+      imageDatastore: h.imageDatastore ?? "local",
+    })),
     datastore: proxmox.datastore ?? "local-lvm",
     bridge: proxmox.bridge ?? "vmbr0",
     cpuType: proxmox.cpuType ?? "x86-64-v2-AES",
   };
 }
 
-function normalizeNetwork(network: NonNullable<RawNode["network"]>, mac: string | undefined): NodeNetworkSpec {
+function normalizeNetwork(
+  network: NonNullable<RawNode["network"]>,
+  mac: string | undefined,
+): NodeNetworkSpec {
   return {
     addresses: network.addresses,
     gateway: network.gateway,
@@ -132,7 +173,12 @@ function normalizeNetwork(network: NonNullable<RawNode["network"]>, mac: string 
   };
 }
 
-function normalizeNode(index: number, node: RawNode, cluster: ClusterSpec, proxmox: ProxmoxSpec | undefined): NodeSpec {
+function normalizeNode(
+  index: number,
+  node: RawNode,
+  cluster: ClusterSpec,
+  proxmox: ProxmoxSpec | undefined,
+): NodeSpec {
   const common = {
     name: node.name,
     role: node.role,
@@ -170,7 +216,10 @@ function normalizeNode(index: number, node: RawNode, cluster: ClusterSpec, proxm
         platform: "baremetal",
         network: node.network && normalizeNetwork(node.network, node.network.mac),
         talosAddress: node.baremetal.address,
-        baremetal: { address: node.baremetal.address, resetOnDestroy: node.baremetal.resetOnDestroy ?? true },
+        baremetal: {
+          address: node.baremetal.address,
+          resetOnDestroy: node.baremetal.resetOnDestroy ?? true,
+        },
       };
     default: {
       const unhandled: never = node;

@@ -53,7 +53,10 @@ export class MachineFactory {
   private proxmoxPlatform(): ProxmoxPlatform {
     if (!this.proxmox) {
       const proxmox = this.settings.proxmox;
-      if (!proxmox) throw new Error("proxmox settings are required for Proxmox nodes (validation should have caught this)");
+      if (!proxmox)
+        throw new Error(
+          "proxmox settings are required for Proxmox nodes (validation should have caught this)",
+        );
       this.proxmox = new ProxmoxPlatform(
         `${this.cluster.name}-proxmox`,
         {

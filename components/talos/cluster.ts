@@ -92,7 +92,11 @@ export class TalosCluster extends pulumi.ComponentResource {
         machineConfiguration,
         protect: node.role === "controlplane" && cluster.protectControlPlanes,
       });
-      return { node, machine, apply: this.pushConfig(name, cluster, node, machine, machineConfiguration, client) };
+      return {
+        node,
+        machine,
+        apply: this.pushConfig(name, cluster, node, machine, machineConfiguration, client),
+      };
     });
 
     const controlPlanes = members.filter((m) => m.node.role === "controlplane");
@@ -104,7 +108,11 @@ export class TalosCluster extends pulumi.ComponentResource {
     // bootstrapped node hangs until timeout, so later changes (say, that node being replaced) are ignored.
     const bootstrap = new talos.machine.Bootstrap(
       `${name}-bootstrap`,
-      { node: first.machine.talosAddress, clientConfiguration: client, timeouts: { create: "10m" } },
+      {
+        node: first.machine.talosAddress,
+        clientConfiguration: client,
+        timeouts: { create: "10m" },
+      },
       {
         parent: this,
         dependsOn: [configured(first)],
@@ -136,7 +144,9 @@ export class TalosCluster extends pulumi.ComponentResource {
       {
         clientConfiguration: client,
         // Fetched only once the health gate passed, when there is one.
-        node: this.health ? this.health.apply(() => first.machine.talosAddress) : first.machine.talosAddress,
+        node: this.health
+          ? this.health.apply(() => first.machine.talosAddress)
+          : first.machine.talosAddress,
       },
       { parent: this, dependsOn: [bootstrap] },
     );
@@ -147,12 +157,21 @@ export class TalosCluster extends pulumi.ComponentResource {
     this.kubeconfig = pulumi.secret(kubeconfig.kubeconfigRaw);
     this.talosconfig = pulumi.secret(
       talos.client.getConfigurationOutput(
-        { clusterName: cluster.name, clientConfiguration: client, endpoints: cpAddresses, nodes: [...cpAddresses, ...workerAddresses] },
+        {
+          clusterName: cluster.name,
+          clientConfiguration: client,
+          endpoints: cpAddresses,
+          nodes: [...cpAddresses, ...workerAddresses],
+        },
         { parent: this },
       ).talosConfig,
     );
     this.configHashes = pulumi
-      .all(members.filter((m) => m.apply).map((m) => pulumi.all([m.node.name, m.apply!.machineConfigurationHash])))
+      .all(
+        members
+          .filter((m) => m.apply)
+          .map((m) => pulumi.all([m.node.name, m.apply!.machineConfigurationHash])),
+      )
       .apply((pairs) => Object.fromEntries(pairs));
 
     this.registerOutputs({
@@ -194,7 +213,10 @@ export class TalosCluster extends pulumi.ComponentResource {
             parent: this,
             dependsOn: [machine],
             // Removing a control plane whose removal resets it must be a deliberate act.
-            protect: node.role === "controlplane" && cluster.protectControlPlanes && delivery.onDestroy?.reset === true,
+            protect:
+              node.role === "controlplane" &&
+              cluster.protectControlPlanes &&
+              delivery.onDestroy?.reset === true,
           },
         );
       default: {

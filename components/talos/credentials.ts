@@ -11,7 +11,9 @@ type ClientOutputs = talos.types.output.machine.ClientConfiguration;
  * The machine secrets as a `getConfiguration` input: one secret Output holding a freshly built object,
  * copied field by field (one Output rather than one per field keeps each per-node invoke cheap).
  */
-export function machineSecretsInput(secrets: pulumi.Output<SecretsOutputs>): pulumi.Output<talos.types.input.machine.MachineSecretsArgs> {
+export function machineSecretsInput(
+  secrets: pulumi.Output<SecretsOutputs>,
+): pulumi.Output<talos.types.input.machine.MachineSecretsArgs> {
   const certificate = (c: talos.types.output.machine.Certificate) => ({ cert: c.cert, key: c.key });
   return pulumi.secret(secrets).apply(({ certs, cluster, secrets: kubernetes, trustdinfo }) => ({
     certs: {
@@ -26,7 +28,9 @@ export function machineSecretsInput(secrets: pulumi.Output<SecretsOutputs>): pul
     secrets: {
       bootstrapToken: kubernetes.bootstrapToken,
       secretboxEncryptionSecret: kubernetes.secretboxEncryptionSecret,
-      ...(kubernetes.aescbcEncryptionSecret ? { aescbcEncryptionSecret: kubernetes.aescbcEncryptionSecret } : {}),
+      ...(kubernetes.aescbcEncryptionSecret
+        ? { aescbcEncryptionSecret: kubernetes.aescbcEncryptionSecret }
+        : {}),
     },
     trustdinfo: { token: trustdinfo.token },
   }));
@@ -42,5 +46,9 @@ export interface ClientCredentials {
 /** The admin client credentials as an input of ConfigurationApply, Bootstrap, Kubeconfig and the invokes. */
 export function clientCredentials(client: pulumi.Output<ClientOutputs>): ClientCredentials {
   const c = pulumi.secret(client);
-  return { caCertificate: c.caCertificate, clientCertificate: c.clientCertificate, clientKey: c.clientKey };
+  return {
+    caCertificate: c.caCertificate,
+    clientCertificate: c.clientCertificate,
+    clientKey: c.clientKey,
+  };
 }

@@ -7,7 +7,8 @@ import type { ImageFactorySpec } from "../config/types";
 import type { Platform } from "../config/schema";
 
 /** The schematic of the plain Talos image (no extensions, no kernel args). */
-export const VANILLA_SCHEMATIC_ID = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba";
+export const VANILLA_SCHEMATIC_ID =
+  "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba";
 
 /** The Talos image platform each node platform boots (`nocloud-amd64.raw.xz`, `metal-installer`, …). */
 export const IMAGE_PLATFORM: Readonly<Record<Platform, string>> = {
@@ -17,11 +18,15 @@ export const IMAGE_PLATFORM: Readonly<Record<Platform, string>> = {
 
 /** The schematic YAML for a platform, or undefined when the vanilla (or a named) schematic will do. */
 export function schematicYaml(factory: ImageFactorySpec, platform: Platform): string | undefined {
-  const extensions = [...new Set([...factory.extensions, ...(factory.platformExtensions[platform] ?? [])])].sort();
+  const extensions = [
+    ...new Set([...factory.extensions, ...(factory.platformExtensions[platform] ?? [])]),
+  ].sort();
   if (extensions.length === 0 && factory.extraKernelArgs.length === 0) return undefined;
   return stringify({
     customization: {
-      ...(factory.extraKernelArgs.length > 0 ? { extraKernelArgs: [...factory.extraKernelArgs] } : {}),
+      ...(factory.extraKernelArgs.length > 0
+        ? { extraKernelArgs: [...factory.extraKernelArgs] }
+        : {}),
       ...(extensions.length > 0 ? { systemExtensions: { officialExtensions: extensions } } : {}),
     },
   });
@@ -29,7 +34,9 @@ export function schematicYaml(factory: ImageFactorySpec, platform: Platform): st
 
 /** True when a platform's image carries the QEMU guest agent (so the VM may enable its agent channel). */
 export function hasGuestAgent(factory: ImageFactorySpec, platform: Platform): boolean {
-  return [...factory.extensions, ...(factory.platformExtensions[platform] ?? [])].includes("siderolabs/qemu-guest-agent");
+  return [...factory.extensions, ...(factory.platformExtensions[platform] ?? [])].includes(
+    "siderolabs/qemu-guest-agent",
+  );
 }
 
 /** A platform's image: its schematic and the Image Factory URLs for the cluster's Talos version. */
@@ -55,10 +62,19 @@ export class ImageCatalog {
     if (known) return known;
     const yaml = schematicYaml(this.factory, platform);
     const schematicId = yaml
-      ? new talos.imagefactory.Schematic(`${this.clusterName}-schematic-${platform}`, { schematic: yaml }, { parent: this.parent }).id
+      ? new talos.imagefactory.Schematic(
+          `${this.clusterName}-schematic-${platform}`,
+          { schematic: yaml },
+          { parent: this.parent },
+        ).id
       : pulumi.output(this.factory.schematicId ?? VANILLA_SCHEMATIC_ID);
     const urls = talos.imagefactory.getUrlsOutput(
-      { schematicId, talosVersion: this.talosVersion, platform: IMAGE_PLATFORM[platform], architecture: "amd64" },
+      {
+        schematicId,
+        talosVersion: this.talosVersion,
+        platform: IMAGE_PLATFORM[platform],
+        architecture: "amd64",
+      },
       { parent: this.parent },
     ).urls;
     const image = { schematicId, urls };

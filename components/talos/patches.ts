@@ -10,7 +10,11 @@ export type ConfigDocument = Record<string, unknown>;
 /** The alias given to a node's primary NIC when it is selected by MAC. */
 export const PRIMARY_LINK_ALIAS = "net0";
 
-const doc = (kind: string, body: Record<string, unknown>): ConfigDocument => ({ apiVersion: "v1alpha1", kind, ...body });
+const doc = (kind: string, body: Record<string, unknown>): ConfigDocument => ({
+  apiVersion: "v1alpha1",
+  kind,
+  ...body,
+});
 
 /** A static hostname. `auto: off` because generated 1.12+ configs carry `auto: stable`, and a merged document may not hold both sources. */
 export function hostnameDocument(hostname: string): ConfigDocument {
@@ -19,19 +23,26 @@ export function hostnameDocument(hostname: string): ConfigDocument {
 
 /** Names the NIC with `mac` as `alias`, so later documents need not know the kernel's interface name. */
 export function linkAliasDocument(alias: string, mac: string): ConfigDocument {
-  return doc("LinkAliasConfig", { name: alias, selector: { match: `mac(link.permanent_addr) == "${mac.toLowerCase()}"` } });
+  return doc("LinkAliasConfig", {
+    name: alias,
+    selector: { match: `mac(link.permanent_addr) == "${mac.toLowerCase()}"` },
+  });
 }
 
 /** The link the node's network documents configure: the MAC alias, or the named interface. */
 export function linkName(network: NodeNetworkSpec): string {
   if (network.mac) return PRIMARY_LINK_ALIAS;
   if (network.interface) return network.interface;
-  throw new Error("a node network needs a mac or an interface (validation should have caught this)");
+  throw new Error(
+    "a node network needs a mac or an interface (validation should have caught this)",
+  );
 }
 
 /** Static addresses and default routes on the node's link. */
 export function linkDocument(network: NodeNetworkSpec): ConfigDocument {
-  const routes = [network.gateway, network.gateway6].filter((g): g is string => g !== undefined).map((gateway) => ({ gateway }));
+  const routes = [network.gateway, network.gateway6]
+    .filter((g): g is string => g !== undefined)
+    .map((gateway) => ({ gateway }));
   return doc("LinkConfig", {
     name: linkName(network),
     up: true,
@@ -47,7 +58,10 @@ export function vipDocument(vip: string, link: string): ConfigDocument {
 }
 
 /** DNS servers and search domains. */
-export function resolverDocument(nameservers: readonly string[], searchDomains: readonly string[]): ConfigDocument {
+export function resolverDocument(
+  nameservers: readonly string[],
+  searchDomains: readonly string[],
+): ConfigDocument {
   return doc("ResolverConfig", {
     ...(nameservers.length > 0 ? { nameservers: nameservers.map((address) => ({ address })) } : {}),
     ...(searchDomains.length > 0 ? { searchDomains: { domains: [...searchDomains] } } : {}),
@@ -95,7 +109,9 @@ export function nodeLabelsPatch(labels: Readonly<Record<string, string>>): Confi
 
 /** The certificate SANs a cluster needs: its endpoint, its VIP, and any extras, once each. */
 export function clusterSans(cluster: ClusterSpec): string[] {
-  return [...new Set([cluster.endpoint, ...(cluster.vip ? [cluster.vip] : []), ...cluster.certSANs])];
+  return [
+    ...new Set([cluster.endpoint, ...(cluster.vip ? [cluster.vip] : []), ...cluster.certSANs]),
+  ];
 }
 
 /** Documents every node of the cluster gets, before role or node specifics. */
@@ -104,21 +120,32 @@ export function clusterDocuments(cluster: ClusterSpec): ConfigDocument[] {
   return [
     certSansPatch(clusterSans(cluster)),
     clusterNetworkPatch(cluster.network),
-    ...(nameservers.length + searchDomains.length > 0 ? [resolverDocument(nameservers, searchDomains)] : []),
+    ...(nameservers.length + searchDomains.length > 0
+      ? [resolverDocument(nameservers, searchDomains)]
+      : []),
     ...(ntpServers.length > 0 ? [timeSyncDocument(ntpServers)] : []),
   ];
 }
 
 /** Documents specific to one node: identity, disk, image, network, VIP. */
-export function nodeDocuments(cluster: ClusterSpec, node: NodeSpec, installerImage: string): ConfigDocument[] {
-  const documents: ConfigDocument[] = [hostnameDocument(node.name), installPatch(node.installDisk, installerImage)];
-  if (node.role === "controlplane") documents.push(schedulingPatch(cluster.allowSchedulingOnControlPlanes));
+export function nodeDocuments(
+  cluster: ClusterSpec,
+  node: NodeSpec,
+  installerImage: string,
+): ConfigDocument[] {
+  const documents: ConfigDocument[] = [
+    hostnameDocument(node.name),
+    installPatch(node.installDisk, installerImage),
+  ];
+  if (node.role === "controlplane")
+    documents.push(schedulingPatch(cluster.allowSchedulingOnControlPlanes));
   if (Object.keys(node.labels).length > 0) documents.push(nodeLabelsPatch(node.labels));
   const network = node.network;
   if (network) {
     if (network.mac) documents.push(linkAliasDocument(PRIMARY_LINK_ALIAS, network.mac));
     documents.push(linkDocument(network));
-    if (node.role === "controlplane" && cluster.vip) documents.push(vipDocument(cluster.vip, linkName(network)));
+    if (node.role === "controlplane" && cluster.vip)
+      documents.push(vipDocument(cluster.vip, linkName(network)));
   }
   return documents;
 }
@@ -132,9 +159,16 @@ export function renderPatches(documents: readonly ConfigDocument[]): string[] {
  * Every patch for one node, in merge order: generated cluster documents, generated node documents, then
  * the stack file's cluster-wide, role and node patches, so an operator's patch always has the last word.
  */
-export function machinePatches(cluster: ClusterSpec, node: NodeSpec, installerImage: string): string[] {
+export function machinePatches(
+  cluster: ClusterSpec,
+  node: NodeSpec,
+  installerImage: string,
+): string[] {
   return [
-    ...renderPatches([...clusterDocuments(cluster), ...nodeDocuments(cluster, node, installerImage)]),
+    ...renderPatches([
+      ...clusterDocuments(cluster),
+      ...nodeDocuments(cluster, node, installerImage),
+    ]),
     ...cluster.patches.all,
     ...cluster.patches[node.role],
     ...node.patches,

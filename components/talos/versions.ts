@@ -44,7 +44,10 @@ export function compareMinor(a: string, b: string): number {
 /** True when the Talos release supports the Kubernetes version. */
 export function supportsKubernetes(release: TalosRelease, kubernetes: semver.SemVer): boolean {
   const minor = minorOf(kubernetes);
-  return compareMinor(minor, release.kubernetes.min) >= 0 && compareMinor(minor, release.kubernetes.max) <= 0;
+  return (
+    compareMinor(minor, release.kubernetes.min) >= 0 &&
+    compareMinor(minor, release.kubernetes.max) <= 0
+  );
 }
 
 /** `v1.13.9` — Talos versions are written with a `v` everywhere (images, installer tags). */

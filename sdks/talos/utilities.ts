@@ -42,7 +42,11 @@ export function invokeOutput<T>(
   args: pulumi.Inputs,
   opts: pulumi.InvokeOutputOptions | undefined,
 ): pulumi.Output<T> {
-  return pulumi.runtime.invokeOutput(token, args, pulumi.mergeOptions(resourceOptsDefaults(), opts ?? {}));
+  return pulumi.runtime.invokeOutput(
+    token,
+    args,
+    pulumi.mergeOptions(resourceOptsDefaults(), opts ?? {}),
+  );
 }
 
 /** Calls an invoke in its Promise form with the package defaults. */
@@ -51,5 +55,9 @@ export function invoke<T>(
   args: pulumi.Inputs,
   opts: pulumi.InvokeOptions | undefined,
 ): Promise<T> {
-  return pulumi.runtime.invoke(token, args, pulumi.mergeOptions(resourceOptsDefaults(), opts ?? {}));
+  return pulumi.runtime.invoke(
+    token,
+    args,
+    pulumi.mergeOptions(resourceOptsDefaults(), opts ?? {}),
+  );
 }

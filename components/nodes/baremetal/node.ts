@@ -21,7 +21,9 @@ export class BareMetalNode extends pulumi.ComponentResource implements TalosMach
     this.talosAddress = args.node.baremetal.address;
     this.delivery = {
       kind: "push",
-      onDestroy: args.node.baremetal.resetOnDestroy ? { graceful: true, reboot: true, reset: true } : undefined,
+      onDestroy: args.node.baremetal.resetOnDestroy
+        ? { graceful: true, reboot: true, reset: true }
+        : undefined,
     };
     this.registerOutputs({ address: this.talosAddress });
   }

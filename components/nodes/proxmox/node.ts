@@ -22,12 +22,29 @@ export interface ProxmoxNodeArgs {
  * The VM's cloud-init network settings: its first IPv4 and first IPv6 address with their gateways, so
  * the nocloud image comes up in maintenance mode at the address the config is pushed to.
  */
-export function cloudInitIpConfig(node: ProxmoxNodeSpec): { ipv4?: { address: string; gateway?: string }; ipv6?: { address: string; gateway?: string } } {
+export function cloudInitIpConfig(node: ProxmoxNodeSpec): {
+  ipv4?: { address: string; gateway?: string };
+  ipv6?: { address: string; gateway?: string };
+} {
   const ipv4 = node.network.addresses.find((a) => parseCidr(a)?.family === 4);
   const ipv6 = node.network.addresses.find((a) => parseCidr(a)?.family === 6);
   return {
-    ...(ipv4 ? { ipv4: { address: ipv4, ...(node.network.gateway ? { gateway: node.network.gateway } : {}) } } : {}),
-    ...(ipv6 ? { ipv6: { address: ipv6, ...(node.network.gateway6 ? { gateway: node.network.gateway6 } : {}) } } : {}),
+    ...(ipv4
+      ? {
+          ipv4: {
+            address: ipv4,
+            ...(node.network.gateway ? { gateway: node.network.gateway } : {}),
+          },
+        }
+      : {}),
+    ...(ipv6
+      ? {
+          ipv6: {
+            address: ipv6,
+            ...(node.network.gateway6 ? { gateway: node.network.gateway6 } : {}),
+          },
+        }
+      : {}),
   };
 }
 

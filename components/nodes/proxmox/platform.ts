@@ -38,7 +38,11 @@ export class ProxmoxPlatform extends pulumi.ComponentResource {
     super("platform:proxmox:Platform", name, {}, opts);
     this.provider = new proxmoxve.Provider(
       `${name}-provider`,
-      { endpoint: args.settings.endpoint, insecure: args.settings.insecure, apiToken: args.apiToken },
+      {
+        endpoint: args.settings.endpoint,
+        insecure: args.settings.insecure,
+        apiToken: args.apiToken,
+      },
       { parent: this },
     );
     this.registerOutputs({});
@@ -48,7 +52,8 @@ export class ProxmoxPlatform extends pulumi.ComponentResource {
   imageOn(host: string): proxmoxve.download.File {
     const known = this.images.get(host);
     if (known) return known;
-    const datastore = this.args.settings.hosts.find((h) => h.name === host)?.imageDatastore ?? "local";
+    const datastore =
+      this.args.settings.hosts.find((h) => h.name === host)?.imageDatastore ?? "local";
     const { image, talosVersion } = this.args;
     const file = new proxmoxve.download.File(
       `${this.args.clusterName}-talos-image-${host}`,

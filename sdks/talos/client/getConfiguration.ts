@@ -44,11 +44,17 @@ function invokeArgs(args: GetConfigurationArgs | GetConfigurationOutputArgs): pu
 }
 
 /** Renders a talosconfig for talosctl. */
-export function getConfiguration(args: GetConfigurationArgs, opts?: pulumi.InvokeOptions): Promise<GetConfigurationResult> {
+export function getConfiguration(
+  args: GetConfigurationArgs,
+  opts?: pulumi.InvokeOptions,
+): Promise<GetConfigurationResult> {
   return utilities.invoke(TOKEN, invokeArgs(args), opts);
 }
 
 /** Renders a talosconfig for talosctl, from inputs. */
-export function getConfigurationOutput(args: GetConfigurationOutputArgs, opts?: pulumi.InvokeOutputOptions): pulumi.Output<GetConfigurationResult> {
+export function getConfigurationOutput(
+  args: GetConfigurationOutputArgs,
+  opts?: pulumi.InvokeOutputOptions,
+): pulumi.Output<GetConfigurationResult> {
   return utilities.invokeOutput(TOKEN, invokeArgs(args), opts);
 }

@@ -48,11 +48,17 @@ function invokeArgs(args: GetHealthArgs | GetHealthOutputArgs): pulumi.Inputs {
 }
 
 /** Waits for the cluster to be healthy (etcd, Kubernetes components, nodes). */
-export function getHealth(args: GetHealthArgs, opts?: pulumi.InvokeOptions): Promise<GetHealthResult> {
+export function getHealth(
+  args: GetHealthArgs,
+  opts?: pulumi.InvokeOptions,
+): Promise<GetHealthResult> {
   return utilities.invoke(TOKEN, invokeArgs(args), opts);
 }
 
 /** Waits for the cluster to be healthy, from inputs. */
-export function getHealthOutput(args: GetHealthOutputArgs, opts?: pulumi.InvokeOutputOptions): pulumi.Output<GetHealthResult> {
+export function getHealthOutput(
+  args: GetHealthOutputArgs,
+  opts?: pulumi.InvokeOutputOptions,
+): pulumi.Output<GetHealthResult> {
   return utilities.invokeOutput(TOKEN, invokeArgs(args), opts);
 }

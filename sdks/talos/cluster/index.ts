@@ -1,2 +1,8 @@
-export { getHealth, getHealthOutput, GetHealthArgs, GetHealthOutputArgs, GetHealthResult } from "./getHealth";
+export {
+  getHealth,
+  getHealthOutput,
+  GetHealthArgs,
+  GetHealthOutputArgs,
+  GetHealthResult,
+} from "./getHealth";
 export { Kubeconfig, KubeconfigArgs, KubeconfigState } from "./kubeconfig";

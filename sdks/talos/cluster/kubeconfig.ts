@@ -27,13 +27,20 @@ export class Kubeconfig extends pulumi.CustomResource {
   public static readonly __pulumiType = "talos:cluster/kubeconfig:Kubeconfig";
 
   /** Reads an existing Kubeconfig's state. */
-  public static get(name: string, id: pulumi.Input<pulumi.ID>, state?: KubeconfigState, opts?: pulumi.CustomResourceOptions): Kubeconfig {
+  public static get(
+    name: string,
+    id: pulumi.Input<pulumi.ID>,
+    state?: KubeconfigState,
+    opts?: pulumi.CustomResourceOptions,
+  ): Kubeconfig {
     return new Kubeconfig(name, state as KubeconfigArgs, { ...opts, id });
   }
 
   /** True when `obj` is a Kubeconfig, across copies of this package. */
   public static isInstance(obj: unknown): obj is Kubeconfig {
-    return pulumi.CustomResource.isInstance(obj) && (obj as any).__pulumiType === Kubeconfig.__pulumiType;
+    return (
+      pulumi.CustomResource.isInstance(obj) && (obj as any).__pulumiType === Kubeconfig.__pulumiType
+    );
   }
 
   declare readonly certificateRenewalDuration: pulumi.Output<string>;
@@ -47,7 +54,11 @@ export class Kubeconfig extends pulumi.CustomResource {
   declare readonly timeouts: pulumi.Output<outputs.cluster.KubeconfigTimeouts | undefined>;
 
   constructor(name: string, args: KubeconfigArgs, opts?: pulumi.CustomResourceOptions);
-  constructor(name: string, argsOrState: KubeconfigArgs | KubeconfigState, opts?: pulumi.CustomResourceOptions) {
+  constructor(
+    name: string,
+    argsOrState: KubeconfigArgs | KubeconfigState,
+    opts?: pulumi.CustomResourceOptions,
+  ) {
     const inputs: pulumi.Inputs = {};
     if (opts?.id) {
       Object.assign(inputs, argsOrState ?? {});
@@ -67,6 +78,11 @@ export class Kubeconfig extends pulumi.CustomResource {
       inputs["kubeconfigRaw"] = undefined;
       inputs["kubernetesClientConfiguration"] = undefined;
     }
-    super(Kubeconfig.__pulumiType, name, inputs, utilities.withSecretOutputs(utilities.withDefaults(opts), ["kubeconfigRaw"]));
+    super(
+      Kubeconfig.__pulumiType,
+      name,
+      inputs,
+      utilities.withSecretOutputs(utilities.withDefaults(opts), ["kubeconfigRaw"]),
+    );
   }
 }

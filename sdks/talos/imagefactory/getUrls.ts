@@ -52,6 +52,9 @@ export function getUrls(args: GetUrlsArgs, opts?: pulumi.InvokeOptions): Promise
 }
 
 /** Computes installer and disk-image URLs, from inputs. */
-export function getUrlsOutput(args: GetUrlsOutputArgs, opts?: pulumi.InvokeOutputOptions): pulumi.Output<GetUrlsResult> {
+export function getUrlsOutput(
+  args: GetUrlsOutputArgs,
+  opts?: pulumi.InvokeOutputOptions,
+): pulumi.Output<GetUrlsResult> {
   return utilities.invokeOutput(TOKEN, invokeArgs(args), opts);
 }

@@ -16,13 +16,20 @@ export class Schematic extends pulumi.CustomResource {
   public static readonly __pulumiType = "talos:imageFactory/schematic:Schematic";
 
   /** Reads an existing Schematic's state. */
-  public static get(name: string, id: pulumi.Input<pulumi.ID>, state?: SchematicState, opts?: pulumi.CustomResourceOptions): Schematic {
+  public static get(
+    name: string,
+    id: pulumi.Input<pulumi.ID>,
+    state?: SchematicState,
+    opts?: pulumi.CustomResourceOptions,
+  ): Schematic {
     return new Schematic(name, state, { ...opts, id });
   }
 
   /** True when `obj` is a Schematic, across copies of this package. */
   public static isInstance(obj: unknown): obj is Schematic {
-    return pulumi.CustomResource.isInstance(obj) && (obj as any).__pulumiType === Schematic.__pulumiType;
+    return (
+      pulumi.CustomResource.isInstance(obj) && (obj as any).__pulumiType === Schematic.__pulumiType
+    );
   }
 
   declare readonly schematic: pulumi.Output<string | undefined>;

@@ -26,23 +26,38 @@ export class Bootstrap extends pulumi.CustomResource {
   public static readonly __pulumiType = "talos:machine/bootstrap:Bootstrap";
 
   /** Reads an existing Bootstrap's state. */
-  public static get(name: string, id: pulumi.Input<pulumi.ID>, state?: BootstrapState, opts?: pulumi.CustomResourceOptions): Bootstrap {
+  public static get(
+    name: string,
+    id: pulumi.Input<pulumi.ID>,
+    state?: BootstrapState,
+    opts?: pulumi.CustomResourceOptions,
+  ): Bootstrap {
     return new Bootstrap(name, state as BootstrapArgs, { ...opts, id });
   }
 
   /** True when `obj` is a Bootstrap, across copies of this package. */
   public static isInstance(obj: unknown): obj is Bootstrap {
-    return pulumi.CustomResource.isInstance(obj) && (obj as any).__pulumiType === Bootstrap.__pulumiType;
+    return (
+      pulumi.CustomResource.isInstance(obj) && (obj as any).__pulumiType === Bootstrap.__pulumiType
+    );
   }
 
-  declare readonly clientConfiguration: pulumi.Output<outputs.machine.ClientConfiguration | undefined>;
-  declare readonly clientConfigurationWo: pulumi.Output<outputs.machine.ClientConfiguration | undefined>;
+  declare readonly clientConfiguration: pulumi.Output<
+    outputs.machine.ClientConfiguration | undefined
+  >;
+  declare readonly clientConfigurationWo: pulumi.Output<
+    outputs.machine.ClientConfiguration | undefined
+  >;
   declare readonly endpoint: pulumi.Output<string>;
   declare readonly node: pulumi.Output<string>;
   declare readonly timeouts: pulumi.Output<outputs.machine.BootstrapTimeouts | undefined>;
 
   constructor(name: string, args: BootstrapArgs, opts?: pulumi.CustomResourceOptions);
-  constructor(name: string, argsOrState: BootstrapArgs | BootstrapState, opts?: pulumi.CustomResourceOptions) {
+  constructor(
+    name: string,
+    argsOrState: BootstrapArgs | BootstrapState,
+    opts?: pulumi.CustomResourceOptions,
+  ) {
     const inputs: pulumi.Inputs = {};
     if (opts?.id) {
       Object.assign(inputs, argsOrState ?? {});
@@ -57,6 +72,11 @@ export class Bootstrap extends pulumi.CustomResource {
       inputs["node"] = args?.node;
       inputs["timeouts"] = args?.timeouts;
     }
-    super(Bootstrap.__pulumiType, name, inputs, utilities.withSecretOutputs(utilities.withDefaults(opts), ["clientConfigurationWo"]));
+    super(
+      Bootstrap.__pulumiType,
+      name,
+      inputs,
+      utilities.withSecretOutputs(utilities.withDefaults(opts), ["clientConfigurationWo"]),
+    );
   }
 }

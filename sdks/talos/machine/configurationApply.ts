@@ -40,18 +40,30 @@ export class ConfigurationApply extends pulumi.CustomResource {
   public static readonly __pulumiType = "talos:machine/configurationApply:ConfigurationApply";
 
   /** Reads an existing ConfigurationApply's state. */
-  public static get(name: string, id: pulumi.Input<pulumi.ID>, state?: ConfigurationApplyState, opts?: pulumi.CustomResourceOptions): ConfigurationApply {
+  public static get(
+    name: string,
+    id: pulumi.Input<pulumi.ID>,
+    state?: ConfigurationApplyState,
+    opts?: pulumi.CustomResourceOptions,
+  ): ConfigurationApply {
     return new ConfigurationApply(name, state as ConfigurationApplyArgs, { ...opts, id });
   }
 
   /** True when `obj` is a ConfigurationApply, across copies of this package. */
   public static isInstance(obj: unknown): obj is ConfigurationApply {
-    return pulumi.CustomResource.isInstance(obj) && (obj as any).__pulumiType === ConfigurationApply.__pulumiType;
+    return (
+      pulumi.CustomResource.isInstance(obj) &&
+      (obj as any).__pulumiType === ConfigurationApply.__pulumiType
+    );
   }
 
   declare readonly applyMode: pulumi.Output<string>;
-  declare readonly clientConfiguration: pulumi.Output<outputs.machine.ClientConfiguration | undefined>;
-  declare readonly clientConfigurationWo: pulumi.Output<outputs.machine.ClientConfiguration | undefined>;
+  declare readonly clientConfiguration: pulumi.Output<
+    outputs.machine.ClientConfiguration | undefined
+  >;
+  declare readonly clientConfigurationWo: pulumi.Output<
+    outputs.machine.ClientConfiguration | undefined
+  >;
   declare readonly configPatches: pulumi.Output<string[] | undefined>;
   declare readonly endpoint: pulumi.Output<string>;
   /** The configuration as applied, patches merged (secret). */
@@ -61,13 +73,19 @@ export class ConfigurationApply extends pulumi.CustomResource {
   declare readonly machineConfigurationInput: pulumi.Output<string | undefined>;
   declare readonly machineConfigurationInputWo: pulumi.Output<string | undefined>;
   declare readonly node: pulumi.Output<string>;
-  declare readonly onDestroy: pulumi.Output<outputs.machine.ConfigurationApplyOnDestroy | undefined>;
+  declare readonly onDestroy: pulumi.Output<
+    outputs.machine.ConfigurationApplyOnDestroy | undefined
+  >;
   /** The apply mode the provider actually used. */
   declare readonly resolvedApplyMode: pulumi.Output<string>;
   declare readonly timeouts: pulumi.Output<outputs.machine.Timeout | undefined>;
 
   constructor(name: string, args: ConfigurationApplyArgs, opts?: pulumi.CustomResourceOptions);
-  constructor(name: string, argsOrState: ConfigurationApplyArgs | ConfigurationApplyState, opts?: pulumi.CustomResourceOptions) {
+  constructor(
+    name: string,
+    argsOrState: ConfigurationApplyArgs | ConfigurationApplyState,
+    opts?: pulumi.CustomResourceOptions,
+  ) {
     const inputs: pulumi.Inputs = {};
     if (opts?.id) {
       Object.assign(inputs, argsOrState ?? {});
@@ -82,7 +100,9 @@ export class ConfigurationApply extends pulumi.CustomResource {
       inputs["configPatches"] = args?.configPatches;
       inputs["endpoint"] = args?.endpoint;
       inputs["machineConfigurationInput"] = utilities.secretInput(args?.machineConfigurationInput);
-      inputs["machineConfigurationInputWo"] = utilities.secretInput(args?.machineConfigurationInputWo);
+      inputs["machineConfigurationInputWo"] = utilities.secretInput(
+        args?.machineConfigurationInputWo,
+      );
       inputs["node"] = args?.node;
       inputs["onDestroy"] = args?.onDestroy;
       inputs["timeouts"] = args?.timeouts;
@@ -90,7 +110,17 @@ export class ConfigurationApply extends pulumi.CustomResource {
       inputs["machineConfigurationHash"] = undefined;
       inputs["resolvedApplyMode"] = undefined;
     }
-    const secretOutputs = ["clientConfigurationWo", "machineConfiguration", "machineConfigurationInput", "machineConfigurationInputWo"];
-    super(ConfigurationApply.__pulumiType, name, inputs, utilities.withSecretOutputs(utilities.withDefaults(opts), secretOutputs));
+    const secretOutputs = [
+      "clientConfigurationWo",
+      "machineConfiguration",
+      "machineConfigurationInput",
+      "machineConfigurationInputWo",
+    ];
+    super(
+      ConfigurationApply.__pulumiType,
+      name,
+      inputs,
+      utilities.withSecretOutputs(utilities.withDefaults(opts), secretOutputs),
+    );
   }
 }

@@ -68,11 +68,17 @@ function invokeArgs(args: GetConfigurationArgs | GetConfigurationOutputArgs): pu
 }
 
 /** Generates the machine configuration of one machine type. */
-export function getConfiguration(args: GetConfigurationArgs, opts?: pulumi.InvokeOptions): Promise<GetConfigurationResult> {
+export function getConfiguration(
+  args: GetConfigurationArgs,
+  opts?: pulumi.InvokeOptions,
+): Promise<GetConfigurationResult> {
   return utilities.invoke(TOKEN, invokeArgs(args), opts);
 }
 
 /** Generates the machine configuration of one machine type, from inputs. */
-export function getConfigurationOutput(args: GetConfigurationOutputArgs, opts?: pulumi.InvokeOutputOptions): pulumi.Output<GetConfigurationResult> {
+export function getConfigurationOutput(
+  args: GetConfigurationOutputArgs,
+  opts?: pulumi.InvokeOutputOptions,
+): pulumi.Output<GetConfigurationResult> {
   return utilities.invokeOutput(TOKEN, invokeArgs(args), opts);
 }

@@ -1,5 +1,9 @@
 export { Bootstrap, BootstrapArgs, BootstrapState } from "./bootstrap";
-export { ConfigurationApply, ConfigurationApplyArgs, ConfigurationApplyState } from "./configurationApply";
+export {
+  ConfigurationApply,
+  ConfigurationApplyArgs,
+  ConfigurationApplyState,
+} from "./configurationApply";
 export {
   getConfiguration,
   getConfigurationOutput,

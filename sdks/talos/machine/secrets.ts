@@ -21,13 +21,20 @@ export class Secrets extends pulumi.CustomResource {
   public static readonly __pulumiType = "talos:machine/secrets:Secrets";
 
   /** Reads an existing Secrets resource's state. */
-  public static get(name: string, id: pulumi.Input<pulumi.ID>, state?: SecretsState, opts?: pulumi.CustomResourceOptions): Secrets {
+  public static get(
+    name: string,
+    id: pulumi.Input<pulumi.ID>,
+    state?: SecretsState,
+    opts?: pulumi.CustomResourceOptions,
+  ): Secrets {
     return new Secrets(name, state, { ...opts, id });
   }
 
   /** True when `obj` is a Secrets resource, across copies of this package. */
   public static isInstance(obj: unknown): obj is Secrets {
-    return pulumi.CustomResource.isInstance(obj) && (obj as any).__pulumiType === Secrets.__pulumiType;
+    return (
+      pulumi.CustomResource.isInstance(obj) && (obj as any).__pulumiType === Secrets.__pulumiType
+    );
   }
 
   /** Talos API client credentials (admin). */
@@ -38,7 +45,11 @@ export class Secrets extends pulumi.CustomResource {
   declare readonly talosVersion: pulumi.Output<string>;
 
   constructor(name: string, args?: SecretsArgs, opts?: pulumi.CustomResourceOptions);
-  constructor(name: string, argsOrState?: SecretsArgs | SecretsState, opts?: pulumi.CustomResourceOptions) {
+  constructor(
+    name: string,
+    argsOrState?: SecretsArgs | SecretsState,
+    opts?: pulumi.CustomResourceOptions,
+  ) {
     const inputs: pulumi.Inputs = {};
     if (opts?.id) {
       const state = argsOrState as SecretsState | undefined;
