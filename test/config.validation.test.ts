@@ -1,5 +1,5 @@
 import { strict as assert } from "node:assert";
-import { StackConfigError, validatePlatformConfig } from "../components/config";
+import { NodeSpec, StackConfigError, validatePlatformConfig } from "../components/config";
 import { clone, mixedCluster, proxmoxCluster } from "./fixtures";
 import { runFoundation, StackValues } from "./harness";
 
@@ -146,7 +146,7 @@ describe("stack config validation", () => {
     [
       "an unknown platform",
       (v) => (v.nodes[0].platform = "vmware"),
-      ['nodes[0].platform: expected platform to be one of proxmox, baremetal; got "vmware"'],
+      ['nodes[0].platform: expected platform to be one of proxmox, baremetal, oci, openstack; got "vmware"'],
     ],
     [
       "an unknown role",
@@ -348,11 +348,12 @@ describe("stack config defaults", () => {
   });
 
   it("derives a stable MAC for VMs without one and lowercases given ones", () => {
-    const first = validatePlatformConfig(proxmoxCluster(), "Pulumi.test.yaml").nodes[0];
-    const again = validatePlatformConfig(proxmoxCluster(), "Pulumi.test.yaml").nodes[0];
-    assert.match(first.network!.mac!, /^02(:[0-9a-f]{2}){5}$/);
-    assert.equal(first.network!.mac, again.network!.mac);
-    assert.equal(valid().nodes[3].network!.mac, "bc:24:11:00:00:21");
+    const macOf = (node: NodeSpec) => (node.platform === "proxmox" ? node.network.mac : undefined);
+    const first = macOf(validatePlatformConfig(proxmoxCluster(), "Pulumi.test.yaml").nodes[0]);
+    const again = macOf(validatePlatformConfig(proxmoxCluster(), "Pulumi.test.yaml").nodes[0]);
+    assert.match(first!, /^02(:[0-9a-f]{2}){5}$/);
+    assert.equal(first, again);
+    assert.equal(macOf(valid().nodes[3]), "bc:24:11:00:00:21");
   });
 
   it("normalizes versions and builds the endpoint URL", () => {

@@ -25,6 +25,8 @@ export function loadPlatformConfig(): LoadedConfig {
       cluster: config.getObject<unknown>("cluster"),
       nodes: config.getObject<unknown>("nodes"),
       proxmox: config.getObject<unknown>("proxmox"),
+      oci: config.getObject<unknown>("oci"),
+      openstack: config.getObject<unknown>("openstack"),
     },
     stackFile,
   );

@@ -115,6 +115,11 @@ export class Problems {
     }
   }
 
+  /** Records a problem already written in the `key: problem` format. */
+  addMessage(message: string): void {
+    this.list.push(message);
+  }
+
   /** All problems, in the order found. */
   get all(): readonly string[] {
     return this.list;

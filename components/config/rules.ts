@@ -1,7 +1,7 @@
 // Cross-field rules over the parsed stack config. Each rule records problems; none throws, so one run
 // reports everything that is wrong.
 import { parseAllDocuments } from "yaml";
-import { canonicalIp, inSubnet, ipFamily, parseCidr } from "../net";
+import { canonicalIp, inSubnet, parseCidr } from "../net";
 import {
   compareMinor,
   minorOf,
@@ -11,7 +11,7 @@ import {
   TALOS_RELEASES,
 } from "../talos/versions";
 import { KeyPath, Problems } from "./problems";
-import type { RawCluster, RawNode, RawPatch, RawProxmox } from "./schema";
+import type { RawCluster, RawNode, RawOci, RawOpenstack, RawPatch, RawProxmox } from "./schema";
 
 /** A node that passed the schema, with its index in the stack file's list. */
 export interface IndexedNode {
@@ -23,12 +23,20 @@ export interface IndexedNode {
 export interface RuleInput {
   readonly cluster?: RawCluster;
   readonly proxmox?: RawProxmox;
-  readonly proxmoxGiven: boolean;
+  readonly oci?: RawOci;
+  readonly openstack?: RawOpenstack;
+  /** Platform settings keys present in the stack file (parsed or not). */
+  readonly platformsGiven: ReadonlySet<string>;
   readonly nodes: readonly IndexedNode[];
   readonly rawNodes: readonly unknown[];
 }
 
 type Rule = (input: RuleInput, problems: Problems) => void;
+
+/** The static network block, on the platforms that have one. */
+function networkOf(node: RawNode) {
+  return node.platform === "proxmox" || node.platform === "baremetal" ? node.network : undefined;
+}
 
 /** Machine-config sections that moved to their own documents in Talos 1.12/1.13. */
 const MOVED_SECTIONS: Record<string, string> = {
@@ -206,7 +214,7 @@ const uniqueness: Rule = ({ cluster, nodes }, problems) => {
   for (const { index, node } of nodes) {
     const owner = `nodes[${index}]`;
     names.check(node.name, index, ["nodes", index, "name"], owner, problems);
-    node.network?.addresses.forEach((address, i) => {
+    networkOf(node)?.addresses.forEach((address, i) => {
       const path = ["nodes", index, "network", "addresses", i];
       ips.check(
         canonicalIp(parseCidr(address)!.ip),
@@ -226,14 +234,24 @@ const uniqueness: Rule = ({ cluster, nodes }, problems) => {
         problems,
       );
     }
-    if (node.network?.mac)
-      macs.check(
-        node.network.mac.toLowerCase(),
-        index,
-        ["nodes", index, "network", "mac"],
-        owner,
-        problems,
-      );
+    const mac = networkOf(node)?.mac;
+    if (mac)
+      macs.check(mac.toLowerCase(), index, ["nodes", index, "network", "mac"], owner, problems);
+    if (node.platform === "oci" && node.oci?.privateIp) {
+      const path = ["nodes", index, "oci", "privateIp"];
+      ips.check(node.oci.privateIp, index, path, `${owner}.oci.privateIp`, problems);
+    }
+    if (node.platform === "openstack") {
+      for (const key of ["fixedIp", "fixedIp6"] as const) {
+        const address = node.openstack?.[key];
+        const path = ["nodes", index, "openstack", key];
+        if (address)
+          ips.check(canonicalIp(address), index, path, `${owner}.openstack.${key}`, problems);
+      }
+      const portMac = node.openstack?.mac;
+      const path = ["nodes", index, "openstack", "mac"];
+      if (portMac) macs.check(portMac.toLowerCase(), index, path, owner, problems);
+    }
     if (node.platform === "proxmox")
       vmIds.check(
         String(node.proxmox.vmId),
@@ -245,13 +263,24 @@ const uniqueness: Rule = ({ cluster, nodes }, problems) => {
   }
 };
 
-const proxmoxHosts: Rule = ({ proxmox, proxmoxGiven, nodes }, problems) => {
-  const proxmoxNodes = nodes.filter(({ node }) => node.platform === "proxmox");
-  if (proxmoxNodes.length > 0 && !proxmoxGiven) {
-    problems.add(["proxmox"], `required because nodes[${proxmoxNodes[0].index}] runs on Proxmox`, {
-      hint: "Add proxmox.endpoint and proxmox.hosts",
-    });
+/** Each platform's settings key, named in the problem when a node needs it. */
+const PLATFORM_SETTINGS: Record<string, { name: string; hint: string }> = {
+  proxmox: { name: "Proxmox", hint: "Add proxmox.endpoint and proxmox.hosts" },
+  oci: { name: "OCI", hint: "Add oci.region, oci.compartmentId, oci.subnetId and oci.image" },
+  openstack: { name: "OpenStack", hint: "Add openstack.networkId and openstack.flavor" },
+};
+
+const platformSettings: Rule = ({ platformsGiven, nodes }, problems) => {
+  for (const [platform, { name, hint }] of Object.entries(PLATFORM_SETTINGS)) {
+    const first = nodes.find(({ node }) => node.platform === platform);
+    if (first && !platformsGiven.has(platform)) {
+      problems.add([platform], `required because nodes[${first.index}] runs on ${name}`, { hint });
+    }
   }
+};
+
+const proxmoxHosts: Rule = ({ proxmox, nodes }, problems) => {
+  const proxmoxNodes = nodes.filter(({ node }) => node.platform === "proxmox");
   if (!proxmox) return;
   const declared = new Set<string>();
   proxmox.hosts.forEach((host, i) => {
@@ -272,7 +301,8 @@ const proxmoxHosts: Rule = ({ proxmox, proxmoxGiven, nodes }, problems) => {
 const nodeNetworks: Rule = ({ nodes }, problems) => {
   for (const { index, node } of nodes) {
     const base = ["nodes", index] as const;
-    const network = node.network;
+    const network = networkOf(node);
+    if (node.platform !== "proxmox" && node.platform !== "baremetal") continue;
     if (!network) {
       if (node.platform === "proxmox") {
         problems.add([...base, "network"], "required for Proxmox nodes", {
@@ -335,25 +365,44 @@ const controlPlaneMemory: Rule = ({ nodes }, problems) => {
   }
 };
 
-const vip: Rule = ({ cluster, nodes }, problems) => {
+const vip: Rule = ({ cluster, nodes, openstack }, problems) => {
   const address = cluster?.vip;
   if (!address) return;
   for (const { index, node } of nodes) {
     if (node.role !== "controlplane") continue;
-    if (!node.network) {
+    if (node.platform === "oci") {
+      problems.add(
+        ["cluster", "vip"],
+        `cannot float between OCI instances such as nodes[${index}]`,
+        {
+          hint: "OCI networks do not carry layer-2 VIPs: use cluster.endpoint with a DNS name or a network load balancer",
+        },
+      );
+      continue;
+    }
+    if (node.platform === "openstack") {
+      // The VIP becomes a port of its own, allowed on each control plane's port.
+      if (openstack && !openstack.subnetId) {
+        problems.add(
+          ["openstack", "subnetId"],
+          `required for the VIP port, because control plane nodes[${index}] runs on OpenStack and cluster.vip is set`,
+        );
+      }
+      continue;
+    }
+    const network = networkOf(node);
+    if (!network) {
       problems.add(
         ["nodes", index, "network"],
         "required on control planes when cluster.vip is set (the VIP needs a link)",
       );
-    } else if (!node.network.addresses.some((a) => inSubnet(address, parseCidr(a)!))) {
+    } else if (!network.addresses.some((a) => inSubnet(address, parseCidr(a)!))) {
       problems.add(["cluster", "vip"], `is not in any subnet of control plane nodes[${index}]`, {
         got: address,
-        hint: `A layer-2 VIP must share a subnet with every control plane; nodes[${index}] has ${node.network.addresses.join(", ")}`,
+        hint: `A layer-2 VIP must share a subnet with every control plane; nodes[${index}] has ${network.addresses.join(", ")}`,
       });
     }
   }
-  if (ipFamily(address) === undefined)
-    problems.add(["cluster", "vip"], "is not an IP address", { got: address });
 };
 
 /** Every cross-field rule, in the order their problems are listed. */
@@ -363,6 +412,7 @@ export const RULES: readonly Rule[] = [
   imageFactory,
   controlPlaneCount,
   uniqueness,
+  platformSettings,
   proxmoxHosts,
   nodeNetworks,
   controlPlaneMemory,

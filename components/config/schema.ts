@@ -4,7 +4,7 @@ import { ipFamily, isDnsName, isMac, parseCidr } from "../net";
 import { parseVersion } from "../talos/versions";
 
 /** Platforms a node can run on. A new platform is a new entry here and a new node schema below. */
-export const PLATFORMS = ["proxmox", "baremetal"] as const;
+export const PLATFORMS = ["proxmox", "baremetal", "oci", "openstack"] as const;
 /** One of {@link PLATFORMS}. */
 export type Platform = (typeof PLATFORMS)[number];
 
@@ -72,15 +72,24 @@ const nodeNetwork = z.strictObject({
 const nodeCommon = {
   name: dnsLabel,
   role: z.enum(ROLES, { error: `expected one of ${ROLES.join(", ")}` }),
-  /** @default "/dev/sda" */
+  /** @default "/dev/sda" (cloud platforms: the platform's boot disk) */
   installDisk: z
     .string()
     .regex(/^\/dev\/\S+$/, { error: "expected a device path such as /dev/sda" })
     .optional(),
-  network: nodeNetwork.optional(),
   /** Kubernetes node labels. */
   labels: z.record(z.string(), z.string()).optional(),
   patches: patches.optional(),
+};
+
+/** Nodes whose network Talos configures statically (the cloud platforms bring their own). */
+const staticNetwork = { network: nodeNetwork.optional() };
+
+/** Cloud nodes boot configured from user data; later changes are pushed unless the node is unreachable. */
+const cloudCommon = {
+  ...nodeCommon,
+  /** Push later config changes over the Talos API (port 50000). @default true */
+  pushConfig: z.boolean().optional(),
 };
 
 const proxmoxVm = z.strictObject({
@@ -104,12 +113,14 @@ const proxmoxVm = z.strictObject({
 
 const proxmoxNode = z.strictObject({
   ...nodeCommon,
+  ...staticNetwork,
   platform: z.literal("proxmox"),
   proxmox: proxmoxVm,
 });
 
 const baremetalNode = z.strictObject({
   ...nodeCommon,
+  ...staticNetwork,
   platform: z.literal("baremetal"),
   baremetal: z.strictObject({
     /** Where the node answers in maintenance mode (port 50000) and afterwards. IPv6 works. */
@@ -119,10 +130,72 @@ const baremetalNode = z.strictObject({
   }),
 });
 
-/** One machine of the cluster. */
-export const nodeSchema = z.discriminatedUnion("platform", [proxmoxNode, baremetalNode], {
-  error: `expected platform to be one of ${PLATFORMS.join(", ")}`,
+const ociInstance = z.strictObject({
+  /** @default oci.shape */
+  shape: z.string().min(1).optional(),
+  /** Flex shapes only. @default 2 */
+  ocpus: z.number().positive().optional(),
+  /** Flex shapes only. @default 12 */
+  memoryGbs: z.number().min(2, { error: "Talos needs at least 2 GB" }).optional(),
+  /** @default 50 */
+  bootVolumeGbs: z.int().min(50, { error: "OCI boot volumes start at 50 GB" }).optional(),
+  /** @default oci.subnetId */
+  subnetId: z.string().min(1).optional(),
+  /** A fixed private IPv4 in the subnet. */
+  privateIp: ipv4.optional(),
+  /** Assign an IPv6 address from the subnet. @default false */
+  assignIpv6: z.boolean().optional(),
+  /** Give the VNIC a public IPv4; the Talos API is then reached there. @default oci.assignPublicIp */
+  assignPublicIp: z.boolean().optional(),
+  /** @default oci.nsgIds */
+  nsgIds: z.array(z.string().min(1)).optional(),
+  /** Overrides the spread over availability domains. */
+  availabilityDomain: z.string().min(1).optional(),
+  /** Overrides the spread over fault domains. */
+  faultDomain: z
+    .string()
+    .regex(/^FAULT-DOMAIN-[123]$/, { error: "expected FAULT-DOMAIN-1, -2 or -3" })
+    .optional(),
 });
+
+const ociNode = z.strictObject({
+  ...cloudCommon,
+  platform: z.literal("oci"),
+  oci: ociInstance.optional(),
+});
+
+const openstackInstance = z.strictObject({
+  /** @default openstack.flavor */
+  flavor: z.string().min(1).optional(),
+  /** Boot volume size in GiB, created from the Talos image. @default 20 */
+  volumeSize: z.int().min(10, { error: "Talos needs a disk of at least 10 GiB" }).optional(),
+  volumeType: z.string().min(1).optional(),
+  /** An extra, empty data volume in GiB. */
+  dataVolumeSize: z.int().positive().optional(),
+  /** Overrides the spread over openstack.availabilityZones. */
+  availabilityZone: z.string().min(1).optional(),
+  /** Fixed IPv4 on the network's subnet. */
+  fixedIp: ipv4.optional(),
+  /** Fixed IPv6 on the network's IPv6 subnet. */
+  fixedIp6: ipv6.optional(),
+  /** The port's MAC (the config selects the link by it). @default derived from cluster and node name */
+  mac: mac.optional(),
+});
+
+const openstackNode = z.strictObject({
+  ...cloudCommon,
+  platform: z.literal("openstack"),
+  openstack: openstackInstance.optional(),
+});
+
+/** One machine of the cluster. */
+export const nodeSchema = z.discriminatedUnion(
+  "platform",
+  [proxmoxNode, baremetalNode, ociNode, openstackNode],
+  {
+    error: `expected platform to be one of ${PLATFORMS.join(", ")}`,
+  },
+);
 
 /** The `talos-platform:nodes` key. */
 export const nodesSchema = z.array(z.unknown(), { error: "expected a list of nodes" });
@@ -216,12 +289,88 @@ export const proxmoxSchema = z.strictObject({
   cpuType: z.string().min(1).optional(),
 });
 
+/** The `talos-platform:oci` key: where OCI nodes go. Credentials come from the environment. */
+export const ociSchema = z.strictObject({
+  region: z.string().min(1),
+  compartmentId: z.string().regex(/^ocid1\.(compartment|tenancy)\./, {
+    error: "expected a compartment OCID (ocid1.compartment...)",
+  }),
+  /** Default subnet of the nodes' VNICs. */
+  subnetId: z
+    .string()
+    .regex(/^ocid1\.subnet\./, { error: "expected a subnet OCID (ocid1.subnet...)" }),
+  /** Default network security groups. */
+  nsgIds: z.array(z.string().min(1)).optional(),
+  /** Availability domains to spread nodes over; looked up from the compartment when omitted. */
+  availabilityDomains: z.array(z.string().min(1)).min(1).optional(),
+  /** @default "VM.Standard.A1.Flex" */
+  shape: z.string().min(1).optional(),
+  /** @default "arm64" for Ampere (A1/A2) shapes, else "amd64" */
+  architecture: z.enum(["amd64", "arm64"]).optional(),
+  /** The Talos `oracle` image: an existing image OCID, or an object-storage URL of the .qcow2 to import. */
+  image: z.union(
+    [
+      z.strictObject({
+        id: z
+          .string()
+          .regex(/^ocid1\.image\./, { error: "expected an image OCID (ocid1.image...)" }),
+      }),
+      z.strictObject({
+        objectStorageUri: z.url({
+          protocol: /^https$/,
+          error: "expected an https:// object storage URL",
+        }),
+      }),
+    ],
+    {
+      error: "give either image.id (an image OCID) or image.objectStorageUri (a .qcow2 to import)",
+    },
+  ),
+  /** @default false */
+  assignPublicIp: z.boolean().optional(),
+  freeformTags: z.record(z.string(), z.string()).optional(),
+});
+
+/** The `talos-platform:openstack` key: where OpenStack nodes go. Credentials come from OS_* variables. */
+export const openstackSchema = z.strictObject({
+  region: z.string().min(1).optional(),
+  /** The network the nodes' ports are on. */
+  networkId: z.string().min(1),
+  /** The IPv4 subnet of fixed IPs and of the VIP port. */
+  subnetId: z.string().min(1).optional(),
+  /** The IPv6 subnet of fixed IPv6 addresses. */
+  subnet6Id: z.string().min(1).optional(),
+  /** Default flavor. */
+  flavor: z.string().min(1),
+  /** Availability zones to spread nodes over. */
+  availabilityZones: z.array(z.string().min(1)).min(1).optional(),
+  /** The Talos `openstack` image: an existing Glance image by name, or uploaded by the program. @default { upload: true } */
+  image: z
+    .union(
+      [z.strictObject({ name: z.string().min(1) }), z.strictObject({ upload: z.literal(true) })],
+      {
+        error: "give either image.name (an existing Glance image) or image.upload: true",
+      },
+    )
+    .optional(),
+  /** Networks allowed to reach the Talos (50000-50001) and Kubernetes (6443) APIs. @default ["0.0.0.0/0", "::/0"] */
+  apiAllowedCidrs: z.array(cidr).optional(),
+});
+
 /** A node as written in the stack file. */
 export type RawNode = z.infer<typeof nodeSchema>;
 /** A Proxmox node as written in the stack file. */
 export type RawProxmoxNode = z.infer<typeof proxmoxNode>;
 /** A bare-metal node as written in the stack file. */
 export type RawBaremetalNode = z.infer<typeof baremetalNode>;
+/** An OCI node as written in the stack file. */
+export type RawOciNode = z.infer<typeof ociNode>;
+/** An OpenStack node as written in the stack file. */
+export type RawOpenstackNode = z.infer<typeof openstackNode>;
+/** The OCI settings as written in the stack file. */
+export type RawOci = z.infer<typeof ociSchema>;
+/** The OpenStack settings as written in the stack file. */
+export type RawOpenstack = z.infer<typeof openstackSchema>;
 /** The cluster settings as written in the stack file. */
 export type RawCluster = z.infer<typeof clusterSchema>;
 /** The Proxmox settings as written in the stack file. */

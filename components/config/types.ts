@@ -23,16 +23,35 @@ interface NodeSpecCommon {
   /** Where the node is in the stack file (`nodes[2]`), for error messages. */
   readonly key: string;
   readonly installDisk: string;
-  readonly network?: NodeNetworkSpec;
+  /** The CPU architecture of its Talos image. */
+  readonly architecture: "amd64" | "arm64";
   readonly labels: Readonly<Record<string, string>>;
   /** Per-node patches as YAML strings. */
   readonly patches: readonly string[];
+}
+
+interface StaticNodeSpec extends NodeSpecCommon {
   /** The address its Talos API answers on (port 50000), before and after configuration. */
   readonly talosAddress: string;
 }
 
+/** Where a cloud node goes: its position in its pool (nodes of one platform and role, in stack order). */
+export interface PoolPlacement {
+  readonly poolIndex: number;
+  /** Set when the stack names it, or names the domains/zones to spread over. */
+  readonly zone?: string;
+}
+
+interface CloudNodeSpec extends NodeSpecCommon {
+  /** Push later config changes over the Talos API. */
+  readonly pushConfig: boolean;
+  /** The Talos API address when the stack declares it; otherwise the instance's own address. */
+  readonly declaredAddress?: string;
+  readonly placement: PoolPlacement;
+}
+
 /** A Proxmox VM node. */
-export interface ProxmoxNodeSpec extends NodeSpecCommon {
+export interface ProxmoxNodeSpec extends StaticNodeSpec {
   readonly platform: "proxmox";
   readonly network: NodeNetworkSpec & { readonly mac: string };
   readonly proxmox: {
@@ -51,13 +70,52 @@ export interface ProxmoxNodeSpec extends NodeSpecCommon {
 }
 
 /** A bare-metal node booted into maintenance mode. */
-export interface BaremetalNodeSpec extends NodeSpecCommon {
+export interface BaremetalNodeSpec extends StaticNodeSpec {
   readonly platform: "baremetal";
+  readonly network?: NodeNetworkSpec;
   readonly baremetal: { readonly address: string; readonly resetOnDestroy: boolean };
 }
 
+/** An OCI instance that boots with its config as user data. */
+export interface OciNodeSpec extends CloudNodeSpec {
+  readonly platform: "oci";
+  readonly oci: {
+    readonly shape: string;
+    /** Flex shapes take ocpus and memory. */
+    readonly flex: boolean;
+    readonly ocpus: number;
+    readonly memoryGbs: number;
+    readonly bootVolumeGbs: number;
+    readonly subnetId: string;
+    readonly privateIp?: string;
+    readonly assignIpv6: boolean;
+    readonly assignPublicIp: boolean;
+    readonly nsgIds: readonly string[];
+    /** Set when given on the node; otherwise spread (see placement). */
+    readonly faultDomain?: string;
+  };
+}
+
+/** An OpenStack instance that boots from a volume with its config as user data on a config drive. */
+export interface OpenstackNodeSpec extends CloudNodeSpec {
+  readonly platform: "openstack";
+  readonly openstack: {
+    readonly flavor: string;
+    readonly volumeSize: number;
+    readonly volumeType?: string;
+    readonly dataVolumeSize?: number;
+    readonly fixedIp?: string;
+    readonly fixedIp6?: string;
+    /** The port's MAC, lowercase; the config names the link `net0` by it. */
+    readonly mac: string;
+  };
+}
+
 /** Any node. */
-export type NodeSpec = ProxmoxNodeSpec | BaremetalNodeSpec;
+export type NodeSpec = ProxmoxNodeSpec | BaremetalNodeSpec | OciNodeSpec | OpenstackNodeSpec;
+
+/** Nodes that receive their config as user data at creation. */
+export type CloudNodeSpecs = OciNodeSpec | OpenstackNodeSpec;
 
 /** Image Factory settings. */
 export interface ImageFactorySpec {
@@ -115,9 +173,38 @@ export interface ProxmoxSpec {
   readonly cpuType: string;
 }
 
+/** OCI region, compartment, network and image. */
+export interface OciSpec {
+  readonly region: string;
+  readonly compartmentId: string;
+  readonly subnetId: string;
+  readonly nsgIds: readonly string[];
+  /** When absent, looked up from the compartment at run time. */
+  readonly availabilityDomains?: readonly string[];
+  readonly shape: string;
+  readonly architecture: "amd64" | "arm64";
+  readonly image: { readonly id: string } | { readonly objectStorageUri: string };
+  readonly assignPublicIp: boolean;
+  readonly freeformTags: Readonly<Record<string, string>>;
+}
+
+/** OpenStack region, network, flavor and image. */
+export interface OpenstackSpec {
+  readonly region?: string;
+  readonly networkId: string;
+  readonly subnetId?: string;
+  readonly subnet6Id?: string;
+  readonly flavor: string;
+  readonly availabilityZones?: readonly string[];
+  readonly image: { readonly name: string } | { readonly upload: true };
+  readonly apiAllowedCidrs: readonly string[];
+}
+
 /** Everything one stack declares, validated. */
 export interface PlatformSpec {
   readonly cluster: ClusterSpec;
   readonly nodes: readonly NodeSpec[];
   readonly proxmox?: ProxmoxSpec;
+  readonly oci?: OciSpec;
+  readonly openstack?: OpenstackSpec;
 }

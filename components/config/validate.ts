@@ -3,6 +3,8 @@
 import { stringify } from "yaml";
 import { z } from "zod";
 import { deriveMac, hostPort, parseCidr } from "../net";
+import { machinePatches } from "../talos/patches";
+import { estimatedUserDataLength, userDataProblem } from "../talos/userData";
 import { parseVersion } from "../talos/versions";
 import { Problems, propertyNames } from "./problems";
 import { IndexedNode, RULES } from "./rules";
@@ -10,25 +12,45 @@ import {
   clusterSchema,
   nodeSchema,
   nodesSchema,
+  ociSchema,
+  openstackSchema,
   proxmoxSchema,
   RawCluster,
   RawNode,
+  RawOci,
+  RawOpenstack,
   RawPatch,
   RawProxmox,
 } from "./schema";
-import type { ClusterSpec, NodeNetworkSpec, NodeSpec, PlatformSpec, ProxmoxSpec } from "./types";
+import type {
+  ClusterSpec,
+  NodeNetworkSpec,
+  NodeSpec,
+  OciSpec,
+  OpenstackSpec,
+  PlatformSpec,
+  PoolPlacement,
+  ProxmoxSpec,
+} from "./types";
 
 /** The stack's config values, as read (objects already decoded from the stack file). */
 export interface RawStackConfig {
   readonly cluster?: unknown;
   readonly nodes?: unknown;
   readonly proxmox?: unknown;
+  readonly oci?: unknown;
+  readonly openstack?: unknown;
 }
+
+/** Platform settings keys, in the order their problems are listed. */
+const PLATFORM_KEYS = ["proxmox", "oci", "openstack"] as const;
 
 const KNOWN_KEYS = [
   ...propertyNames(z.toJSONSchema(clusterSchema, { unrepresentable: "any" })),
   ...propertyNames(z.toJSONSchema(nodeSchema, { unrepresentable: "any" })),
-  ...propertyNames(z.toJSONSchema(proxmoxSchema, { unrepresentable: "any" })),
+  ...[proxmoxSchema, ociSchema, openstackSchema].flatMap((schema) => [
+    ...propertyNames(z.toJSONSchema(schema, { unrepresentable: "any" })),
+  ]),
 ];
 
 function parse<T>(
@@ -54,8 +76,11 @@ export function validatePlatformConfig(raw: RawStackConfig, stackFile: string): 
     raw.cluster === undefined
       ? missing("cluster", problems)
       : parse("cluster", clusterSchema, raw.cluster, problems);
-  const proxmox =
-    raw.proxmox === undefined ? undefined : parse("proxmox", proxmoxSchema, raw.proxmox, problems);
+  const optional = <T>(key: (typeof PLATFORM_KEYS)[number], schema: z.ZodType<T>) =>
+    raw[key] === undefined ? undefined : parse(key, schema, raw[key], problems);
+  const proxmox = optional("proxmox", proxmoxSchema);
+  const oci = optional("oci", ociSchema);
+  const openstack = optional("openstack", openstackSchema);
   const rawNodes =
     raw.nodes === undefined
       ? missing("nodes", problems)
@@ -67,10 +92,13 @@ export function validatePlatformConfig(raw: RawStackConfig, stackFile: string): 
     else problems.addZodIssues(["nodes", index], value, result.error.issues, KNOWN_KEYS);
   });
 
+  const platformsGiven = new Set(PLATFORM_KEYS.filter((key) => raw[key] !== undefined));
   const input = {
     cluster,
     proxmox,
-    proxmoxGiven: raw.proxmox !== undefined,
+    oci,
+    openstack,
+    platformsGiven,
     nodes,
     rawNodes: rawNodes ?? [],
   };
@@ -78,16 +106,52 @@ export function validatePlatformConfig(raw: RawStackConfig, stackFile: string): 
   problems.throwIfAny(stackFile);
 
   // No problems: every section parsed.
-  const proxmoxSpec = proxmox && normalizeProxmox(proxmox);
-  const clusterSpec = normalizeCluster(
-    cluster!,
-    nodes.map((n) => n.node),
-  );
-  return {
-    cluster: clusterSpec,
-    proxmox: proxmoxSpec,
-    nodes: nodes.map(({ index, node }) => normalizeNode(index, node, clusterSpec, proxmoxSpec)),
+  const context: NormalizeContext = {
+    cluster: normalizeCluster(
+      cluster!,
+      nodes.map((n) => n.node),
+    ),
+    proxmox: proxmox && normalizeProxmox(proxmox),
+    oci: oci && normalizeOci(oci),
+    openstack: openstack && normalizeOpenstack(openstack),
   };
+  const pools = new Map<string, number>();
+  const spec: PlatformSpec = {
+    ...context,
+    nodes: nodes.map(({ index, node }) => {
+      const pool = `${node.platform}/${node.role}`;
+      const poolIndex = pools.get(pool) ?? 0;
+      pools.set(pool, poolIndex + 1);
+      return normalizeNode(index, node, poolIndex, context);
+    }),
+  };
+  checkUserDataEstimates(spec, problems);
+  problems.throwIfAny(stackFile);
+  return spec;
+}
+
+/** The installer reference of the longest form, standing in for the real one in size estimates. */
+const INSTALLER_PLACEHOLDER = `factory.talos.dev/openstack-installer/${"0".repeat(64)}:v1.13.99`;
+
+/**
+ * Cloud nodes carry their whole config as user data, which the platforms limit. The config itself is
+ * generated later, so this estimates from the patches (exact check: TalosCluster, before any machine).
+ */
+function checkUserDataEstimates(spec: PlatformSpec, problems: Problems): void {
+  for (const node of spec.nodes) {
+    if (node.platform !== "oci" && node.platform !== "openstack") continue;
+    const patches = machinePatches(spec.cluster, node, INSTALLER_PLACEHOLDER);
+    const problem = userDataProblem(node, estimatedUserDataLength(node.role, patches), true);
+    if (problem) problems.addMessage(problem);
+  }
+}
+
+/** Settings every node's normalization may need. */
+interface NormalizeContext {
+  readonly cluster: ClusterSpec;
+  readonly proxmox?: ProxmoxSpec;
+  readonly oci?: OciSpec;
+  readonly openstack?: OpenstackSpec;
 }
 
 function missing(key: string, problems: Problems): undefined {
@@ -159,8 +223,47 @@ function normalizeProxmox(proxmox: RawProxmox): ProxmoxSpec {
   };
 }
 
+function normalizeOci(oci: RawOci): OciSpec {
+  const shape = oci.shape ?? "VM.Standard.A1.Flex";
+  return {
+    region: oci.region,
+    compartmentId: oci.compartmentId,
+    subnetId: oci.subnetId,
+    nsgIds: oci.nsgIds ?? [],
+    availabilityDomains: oci.availabilityDomains,
+    shape,
+    // Ampere shapes (A1, A2) are arm64.
+    architecture: oci.architecture ?? (/\.A\d\./.test(shape) ? "arm64" : "amd64"),
+    image: oci.image,
+    assignPublicIp: oci.assignPublicIp ?? false,
+    freeformTags: oci.freeformTags ?? {},
+  };
+}
+
+function normalizeOpenstack(openstack: RawOpenstack): OpenstackSpec {
+  return {
+    region: openstack.region,
+    networkId: openstack.networkId,
+    subnetId: openstack.subnetId,
+    subnet6Id: openstack.subnet6Id,
+    flavor: openstack.flavor,
+    availabilityZones: openstack.availabilityZones,
+    image: openstack.image ?? { upload: true },
+    apiAllowedCidrs: openstack.apiAllowedCidrs ?? ["0.0.0.0/0", "::/0"],
+  };
+}
+
+/** A cloud node's pool position and, when the stack lists domains or names one, its zone. */
+function placement(
+  poolIndex: number,
+  zones: readonly string[] | undefined,
+  explicit: string | undefined,
+): PoolPlacement {
+  return { poolIndex, zone: explicit ?? zones?.[poolIndex % zones.length] };
+}
+
 function normalizeNetwork(
-  network: NonNullable<RawNode["network"]>,
+  network: NonNullable<Extract<RawNode, { platform: "proxmox" }>["network"]>,
   mac: string | undefined,
 ): NodeNetworkSpec {
   return {
@@ -176,14 +279,17 @@ function normalizeNetwork(
 function normalizeNode(
   index: number,
   node: RawNode,
-  cluster: ClusterSpec,
-  proxmox: ProxmoxSpec | undefined,
+  poolIndex: number,
+  context: NormalizeContext,
 ): NodeSpec {
+  const { cluster, proxmox, oci, openstack } = context;
   const common = {
     name: node.name,
     role: node.role,
     key: `nodes[${index}]`,
-    installDisk: node.installDisk ?? "/dev/sda",
+    // OpenStack instances see their boot volume as a virtio-blk disk.
+    installDisk: node.installDisk ?? (node.platform === "openstack" ? "/dev/vda" : "/dev/sda"),
+    architecture: node.platform === "oci" ? oci!.architecture : ("amd64" as const),
     labels: node.labels ?? {},
     patches: patchText(node.patches),
   };
@@ -221,6 +327,51 @@ function normalizeNode(
           resetOnDestroy: node.baremetal.resetOnDestroy ?? true,
         },
       };
+    case "oci": {
+      const settings = node.oci ?? {};
+      const shape = settings.shape ?? oci!.shape;
+      const assignPublicIp = settings.assignPublicIp ?? oci!.assignPublicIp;
+      return {
+        ...common,
+        platform: "oci",
+        pushConfig: node.pushConfig ?? true,
+        // With a public IP the Talos API is reached there, known once the instance exists.
+        declaredAddress: assignPublicIp ? undefined : settings.privateIp,
+        placement: placement(poolIndex, oci!.availabilityDomains, settings.availabilityDomain),
+        oci: {
+          shape,
+          flex: shape.endsWith(".Flex"),
+          ocpus: settings.ocpus ?? 2,
+          memoryGbs: settings.memoryGbs ?? 12,
+          bootVolumeGbs: settings.bootVolumeGbs ?? 50,
+          subnetId: settings.subnetId ?? oci!.subnetId,
+          privateIp: settings.privateIp,
+          assignIpv6: settings.assignIpv6 ?? false,
+          assignPublicIp,
+          nsgIds: settings.nsgIds ?? oci!.nsgIds,
+          faultDomain: settings.faultDomain,
+        },
+      };
+    }
+    case "openstack": {
+      const settings = node.openstack ?? {};
+      return {
+        ...common,
+        platform: "openstack",
+        pushConfig: node.pushConfig ?? true,
+        declaredAddress: settings.fixedIp ?? settings.fixedIp6,
+        placement: placement(poolIndex, openstack!.availabilityZones, settings.availabilityZone),
+        openstack: {
+          flavor: settings.flavor ?? openstack!.flavor,
+          volumeSize: settings.volumeSize ?? 20,
+          volumeType: settings.volumeType,
+          dataVolumeSize: settings.dataVolumeSize,
+          fixedIp: settings.fixedIp,
+          fixedIp6: settings.fixedIp6,
+          mac: (settings.mac ?? deriveMac(`${cluster.name}/openstack/${node.name}`)).toLowerCase(),
+        },
+      };
+    }
     default: {
       const unhandled: never = node;
       throw new Error(`unhandled platform in ${JSON.stringify(unhandled)}`);

@@ -1,22 +1,40 @@
 import * as pulumi from "@pulumi/pulumi";
-import type { ClusterSpec, ProxmoxSpec } from "../config/types";
+import type { ClusterSpec, NodeSpec, OciSpec, OpenstackSpec, ProxmoxSpec } from "../config/types";
 import { hasGuestAgent, ImageCatalog } from "../talos/imageFactory";
 import { BareMetalNode } from "./baremetal/node";
 import type { MachineRequest, TalosMachine } from "./machine";
+import { OciNode } from "./oci/node";
+import { OciPlatform } from "./oci/platform";
+import { OpenstackNode } from "./openstack/node";
+import { OpenstackPlatform } from "./openstack/platform";
 import { ProxmoxNode } from "./proxmox/node";
 import { ProxmoxPlatform } from "./proxmox/platform";
 
 /** Per-platform connection settings; a platform is only touched when a node runs on it. */
 export interface PlatformSettings {
   readonly proxmox?: { readonly settings: ProxmoxSpec; readonly apiToken?: pulumi.Output<string> };
+  readonly oci?: OciSpec;
+  readonly openstack?: OpenstackSpec;
+}
+
+function required<T>(value: T | undefined, platform: string): T {
+  if (value === undefined) {
+    throw new Error(
+      `${platform} settings are required for ${platform} nodes (validation should have caught this)`,
+    );
+  }
+  return value;
 }
 
 /** Creates each node's machine on its platform, and each platform's shared resources once. */
 export class MachineFactory {
   private proxmox?: ProxmoxPlatform;
+  private oci?: OciPlatform;
+  private openstack?: OpenstackPlatform;
 
   constructor(
     private readonly cluster: ClusterSpec,
+    private readonly nodes: readonly NodeSpec[],
     private readonly settings: PlatformSettings,
     private readonly images: ImageCatalog,
     private readonly parent: pulumi.Resource,
@@ -24,8 +42,9 @@ export class MachineFactory {
 
   /** The machine for one node, named `<cluster>-<node>`. */
   create(request: MachineRequest): TalosMachine {
-    const { node } = request;
+    const { node, machineConfiguration, protect } = request;
     const name = `${this.cluster.name}-${node.name}`;
+    const clusterName = this.cluster.name;
     const opts = { parent: this.parent };
     switch (node.platform) {
       case "proxmox":
@@ -36,13 +55,40 @@ export class MachineFactory {
             platform: this.proxmoxPlatform(),
             nameservers: this.cluster.network.nameservers,
             guestAgent: hasGuestAgent(this.cluster.imageFactory, "proxmox"),
-            clusterName: this.cluster.name,
-            protect: request.protect,
+            clusterName,
+            protect,
           },
           opts,
         );
       case "baremetal":
         return new BareMetalNode(name, { node }, opts);
+      case "oci":
+        return new OciNode(
+          name,
+          {
+            node,
+            settings: required(this.settings.oci, "oci"),
+            platform: this.ociPlatform(),
+            machineConfiguration,
+            clusterName,
+            protect,
+          },
+          opts,
+        );
+      case "openstack":
+        return new OpenstackNode(
+          name,
+          {
+            node,
+            settings: required(this.settings.openstack, "openstack"),
+            platform: this.openstackPlatform(),
+            machineConfiguration,
+            clusterName,
+            vip: this.cluster.vip,
+            protect,
+          },
+          opts,
+        );
       default: {
         const unhandled: never = node;
         throw new Error(`no machine factory for ${JSON.stringify(unhandled)}`);
@@ -51,24 +97,50 @@ export class MachineFactory {
   }
 
   private proxmoxPlatform(): ProxmoxPlatform {
-    if (!this.proxmox) {
-      const proxmox = this.settings.proxmox;
-      if (!proxmox)
-        throw new Error(
-          "proxmox settings are required for Proxmox nodes (validation should have caught this)",
-        );
-      this.proxmox = new ProxmoxPlatform(
-        `${this.cluster.name}-proxmox`,
-        {
-          settings: proxmox.settings,
-          apiToken: proxmox.apiToken,
-          clusterName: this.cluster.name,
-          talosVersion: this.cluster.talosVersion,
-          image: this.images.forPlatform("proxmox"),
-        },
-        { parent: this.parent },
-      );
-    }
+    const proxmox = required(this.settings.proxmox, "proxmox");
+    this.proxmox ??= new ProxmoxPlatform(
+      `${this.cluster.name}-proxmox`,
+      {
+        settings: proxmox.settings,
+        apiToken: proxmox.apiToken,
+        clusterName: this.cluster.name,
+        talosVersion: this.cluster.talosVersion,
+        image: this.images.forPlatform("proxmox"),
+      },
+      { parent: this.parent },
+    );
     return this.proxmox;
+  }
+
+  private ociPlatform(): OciPlatform {
+    const settings = required(this.settings.oci, "oci");
+    const shapes = [
+      ...new Set(this.nodes.flatMap((n) => (n.platform === "oci" ? [n.oci.shape] : []))),
+    ];
+    this.oci ??= new OciPlatform(
+      `${this.cluster.name}-oci`,
+      { settings, clusterName: this.cluster.name, talosVersion: this.cluster.talosVersion, shapes },
+      { parent: this.parent },
+    );
+    return this.oci;
+  }
+
+  private openstackPlatform(): OpenstackPlatform {
+    const settings = required(this.settings.openstack, "openstack");
+    const controlPlaneHere = this.nodes.some(
+      (n) => n.platform === "openstack" && n.role === "controlplane",
+    );
+    this.openstack ??= new OpenstackPlatform(
+      `${this.cluster.name}-openstack`,
+      {
+        settings,
+        clusterName: this.cluster.name,
+        talosVersion: this.cluster.talosVersion,
+        image: this.images.forPlatform("openstack"),
+        vip: controlPlaneHere ? this.cluster.vip : undefined,
+      },
+      { parent: this.parent },
+    );
+    return this.openstack;
   }
 }

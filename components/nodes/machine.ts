@@ -14,13 +14,13 @@ export interface OnDestroyAction {
 export type ConfigDelivery =
   /** Pushed to the node's Talos API (maintenance mode on first apply). */
   | { readonly kind: "push"; readonly onDestroy?: OnDestroyAction }
-  /** Handed to the machine at creation (cloud user data); later changes are pushed. */
-  | { readonly kind: "userData" };
+  /** Handed to the machine at creation (cloud user data); later changes pushed when it is reachable. */
+  | { readonly kind: "userData"; readonly pushChanges: boolean };
 
 /** A node's machine, whatever it runs on. Implemented by one component per platform. */
 export interface TalosMachine extends pulumi.ComponentResource {
-  /** Where the node's Talos API answers (port 50000), before and after configuration. */
-  readonly talosAddress: string;
+  /** Where the node's Talos API answers (port 50000); for some cloud nodes known only once they exist. */
+  readonly talosAddress: pulumi.Input<string>;
   readonly delivery: ConfigDelivery;
 }
 

@@ -6,6 +6,7 @@ import type { TalosMachine } from "../nodes/machine";
 import { clientCredentials, ClientCredentials, machineSecretsInput } from "./credentials";
 import { ImageCatalog } from "./imageFactory";
 import { machinePatches } from "./patches";
+import { checkUserDataSizes } from "./userData";
 
 /** Inputs of a {@link TalosCluster}: validated settings, never raw config. */
 export interface TalosClusterArgs {
@@ -67,11 +68,11 @@ export class TalosCluster extends pulumi.ComponentResource {
     const client = clientCredentials(this.secrets.clientConfiguration);
 
     const images = new ImageCatalog(name, cluster.talosVersion, cluster.imageFactory, this);
-    const machines = new MachineFactory(cluster, args.platforms, images, this);
+    const machines = new MachineFactory(cluster, nodes, args.platforms, images, this);
 
-    const members: Member[] = nodes.map((node) => {
-      const installer = images.forPlatform(node.platform).urls.installer;
-      const machineConfiguration = pulumi.secret(
+    const configs = nodes.map((node) => {
+      const installer = images.forPlatform(node.platform, node.architecture).urls.installer;
+      return pulumi.secret(
         talos.machine.getConfigurationOutput(
           {
             clusterName: cluster.name,
@@ -87,15 +88,23 @@ export class TalosCluster extends pulumi.ComponentResource {
           { parent: this },
         ).machineConfiguration,
       );
+    });
+    // No machine is handed a config over its platform's user-data limit: every cloud machine waits
+    // until all of them are known to fit (the stack-file check before this was an estimate).
+    const userDataChecked = checkUserDataSizes(nodes, configs, this);
+
+    const members: Member[] = nodes.map((node, i) => {
       const machine = machines.create({
         node,
-        machineConfiguration,
+        machineConfiguration: pulumi.secret(
+          pulumi.all([userDataChecked, configs[i]]).apply(([, config]) => config),
+        ),
         protect: node.role === "controlplane" && cluster.protectControlPlanes,
       });
       return {
         node,
         machine,
-        apply: this.pushConfig(name, cluster, node, machine, machineConfiguration, client),
+        apply: this.pushConfig(name, cluster, node, machine, configs[i], client),
       };
     });
 
@@ -145,15 +154,15 @@ export class TalosCluster extends pulumi.ComponentResource {
         clientConfiguration: client,
         // Fetched only once the health gate passed, when there is one.
         node: this.health
-          ? this.health.apply(() => first.machine.talosAddress)
+          ? pulumi.all([this.health, first.machine.talosAddress]).apply(([, address]) => address)
           : first.machine.talosAddress,
       },
       { parent: this, dependsOn: [bootstrap] },
     );
 
     this.endpoint = pulumi.output(cluster.endpointUrl);
-    this.controlPlanes = pulumi.output(addressesByName(controlPlanes));
-    this.workers = pulumi.output(addressesByName(workers));
+    this.controlPlanes = addressesByName(controlPlanes);
+    this.workers = addressesByName(workers);
     this.kubeconfig = pulumi.secret(kubeconfig.kubeconfigRaw);
     this.talosconfig = pulumi.secret(
       talos.client.getConfigurationOutput(
@@ -197,7 +206,19 @@ export class TalosCluster extends pulumi.ComponentResource {
     const delivery = machine.delivery;
     switch (delivery.kind) {
       case "userData":
-        return undefined;
+        // The machine booted with this config; the apply carries later changes to it.
+        if (!delivery.pushChanges) return undefined;
+        return new talos.machine.ConfigurationApply(
+          `${name}-${node.name}-config`,
+          {
+            node: machine.talosAddress,
+            clientConfiguration: client,
+            machineConfigurationInput: machineConfiguration,
+            applyMode: cluster.applyMode,
+            timeouts: { create: "10m", update: "10m", delete: "5m" },
+          },
+          { parent: this, dependsOn: [machine] },
+        );
       case "push":
         return new talos.machine.ConfigurationApply(
           `${name}-${node.name}-config`,
@@ -227,6 +248,8 @@ export class TalosCluster extends pulumi.ComponentResource {
   }
 }
 
-function addressesByName(members: readonly Member[]): AddressesByName {
-  return Object.fromEntries(members.map((m) => [m.node.name, m.machine.talosAddress]));
+function addressesByName(members: readonly Member[]): pulumi.Output<AddressesByName> {
+  return pulumi
+    .all(members.map((m) => pulumi.all([m.node.name, m.machine.talosAddress])))
+    .apply((pairs) => Object.fromEntries(pairs));
 }

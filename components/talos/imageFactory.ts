@@ -14,6 +14,8 @@ export const VANILLA_SCHEMATIC_ID =
 export const IMAGE_PLATFORM: Readonly<Record<Platform, string>> = {
   proxmox: "nocloud",
   baremetal: "metal",
+  oci: "oracle",
+  openstack: "openstack",
 };
 
 /** The schematic YAML for a platform, or undefined when the vanilla (or a named) schematic will do. */
@@ -47,7 +49,8 @@ export interface PlatformImage {
 
 /** Resolves each platform's image once, registering schematics as children of `parent`. */
 export class ImageCatalog {
-  private readonly images = new Map<Platform, PlatformImage>();
+  private readonly schematics = new Map<Platform, pulumi.Output<string>>();
+  private readonly images = new Map<string, PlatformImage>();
 
   constructor(
     private readonly clusterName: string,
@@ -56,29 +59,39 @@ export class ImageCatalog {
     private readonly parent: pulumi.Resource,
   ) {}
 
-  /** The image nodes of `platform` boot and install. */
-  forPlatform(platform: Platform): PlatformImage {
-    const known = this.images.get(platform);
+  /** The image nodes of `platform` boot and install, for one CPU architecture. */
+  forPlatform(platform: Platform, architecture: "amd64" | "arm64" = "amd64"): PlatformImage {
+    const key = `${platform}/${architecture}`;
+    const known = this.images.get(key);
+    if (known) return known;
+    const schematicId = this.schematicFor(platform);
+    const urls = talos.imagefactory.getUrlsOutput(
+      {
+        schematicId,
+        talosVersion: this.talosVersion,
+        platform: IMAGE_PLATFORM[platform],
+        architecture,
+      },
+      { parent: this.parent },
+    ).urls;
+    const image = { schematicId, urls };
+    this.images.set(key, image);
+    return image;
+  }
+
+  /** One schematic per platform, whatever the architecture (schematics are architecture-neutral). */
+  private schematicFor(platform: Platform): pulumi.Output<string> {
+    const known = this.schematics.get(platform);
     if (known) return known;
     const yaml = schematicYaml(this.factory, platform);
-    const schematicId = yaml
+    const id = yaml
       ? new talos.imagefactory.Schematic(
           `${this.clusterName}-schematic-${platform}`,
           { schematic: yaml },
           { parent: this.parent },
         ).id
       : pulumi.output(this.factory.schematicId ?? VANILLA_SCHEMATIC_ID);
-    const urls = talos.imagefactory.getUrlsOutput(
-      {
-        schematicId,
-        talosVersion: this.talosVersion,
-        platform: IMAGE_PLATFORM[platform],
-        architecture: "amd64",
-      },
-      { parent: this.parent },
-    ).urls;
-    const image = { schematicId, urls };
-    this.images.set(platform, image);
-    return image;
+    this.schematics.set(platform, id);
+    return id;
   }
 }

@@ -127,6 +127,33 @@ export function clusterDocuments(cluster: ClusterSpec): ConfigDocument[] {
   ];
 }
 
+/** The node's primary link, when its config names it: the documents that set it up, and its name. */
+export function primaryLink(
+  node: NodeSpec,
+): { documents: ConfigDocument[]; link: string } | undefined {
+  switch (node.platform) {
+    case "proxmox":
+    case "baremetal": {
+      const network = node.network;
+      if (!network) return undefined;
+      const alias = network.mac ? [linkAliasDocument(PRIMARY_LINK_ALIAS, network.mac)] : [];
+      return { documents: [...alias, linkDocument(network)], link: linkName(network) };
+    }
+    case "openstack":
+      // Addresses come from the platform (DHCP, metadata); the alias only gives the VIP a link.
+      return {
+        documents: [linkAliasDocument(PRIMARY_LINK_ALIAS, node.openstack.mac)],
+        link: PRIMARY_LINK_ALIAS,
+      };
+    case "oci":
+      return undefined;
+    default: {
+      const unhandled: never = node;
+      throw new Error(`no link rule for ${JSON.stringify(unhandled)}`);
+    }
+  }
+}
+
 /** Documents specific to one node: identity, disk, image, network, VIP. */
 export function nodeDocuments(
   cluster: ClusterSpec,
@@ -140,12 +167,12 @@ export function nodeDocuments(
   if (node.role === "controlplane")
     documents.push(schedulingPatch(cluster.allowSchedulingOnControlPlanes));
   if (Object.keys(node.labels).length > 0) documents.push(nodeLabelsPatch(node.labels));
-  const network = node.network;
-  if (network) {
-    if (network.mac) documents.push(linkAliasDocument(PRIMARY_LINK_ALIAS, network.mac));
-    documents.push(linkDocument(network));
-    if (node.role === "controlplane" && cluster.vip)
-      documents.push(vipDocument(cluster.vip, linkName(network)));
+  const primary = primaryLink(node);
+  if (primary) {
+    documents.push(...primary.documents);
+    if (node.role === "controlplane" && cluster.vip) {
+      documents.push(vipDocument(cluster.vip, primary.link));
+    }
   }
   return documents;
 }

@@ -1,0 +1,89 @@
+import * as oci from "@pulumi/oci";
+import * as pulumi from "@pulumi/pulumi";
+import type { OciNodeSpec, OciSpec } from "../../config/types";
+import type { ConfigDelivery, TalosMachine } from "../machine";
+import { spread } from "../placement";
+import type { OciPlatform } from "./platform";
+
+/** Inputs of an {@link OciNode}. */
+export interface OciNodeArgs {
+  readonly node: OciNodeSpec;
+  readonly settings: OciSpec;
+  readonly platform: OciPlatform;
+  /** The node's complete machine config (secret), checked against OCI's metadata limit. */
+  readonly machineConfiguration: pulumi.Output<string>;
+  readonly clusterName: string;
+  readonly protect: boolean;
+}
+
+/**
+ * A Talos node as an OCI instance. Its machine config travels as base64 `metadata.user_data`, read by
+ * Talos from the instance metadata service at first boot, so it boots configured with no call back to
+ * us. Later changes to the user data and the image are ignored: a config change never recreates the
+ * instance; it is pushed over the Talos API (or rolled by hand, see the README).
+ */
+export class OciNode extends pulumi.ComponentResource implements TalosMachine {
+  public readonly talosAddress: pulumi.Output<string>;
+  public readonly delivery: ConfigDelivery;
+  public readonly instance: oci.core.Instance;
+
+  constructor(name: string, args: OciNodeArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("platform:oci:Node", name, {}, opts);
+    const { node, settings, platform } = args;
+    this.delivery = { kind: "userData", pushChanges: node.pushConfig };
+    const instance = node.oci;
+    const domains = platform.availabilityDomains;
+    const placement = domains.apply((list) => spread(node.placement.poolIndex, list.length));
+
+    this.instance = new oci.core.Instance(
+      `${name}-instance`,
+      {
+        compartmentId: settings.compartmentId,
+        displayName: node.name,
+        availabilityDomain:
+          node.placement.zone ??
+          pulumi.all([domains, placement]).apply(([list, p]) => list[p.domainIndex]),
+        faultDomain: instance.faultDomain ?? placement.faultDomain,
+        shape: instance.shape,
+        ...(instance.flex
+          ? { shapeConfig: { ocpus: instance.ocpus, memoryInGbs: instance.memoryGbs } }
+          : {}),
+        sourceDetails: {
+          sourceType: "image",
+          sourceId: platform.imageId,
+          // The provider takes the size as a string.
+          bootVolumeSizeInGbs: String(instance.bootVolumeGbs),
+        },
+        createVnicDetails: {
+          subnetId: instance.subnetId,
+          assignPublicIp: String(instance.assignPublicIp),
+          ...(instance.privateIp ? { privateIp: instance.privateIp } : {}),
+          ...(instance.assignIpv6 ? { assignIpv6ip: true } : {}),
+          nsgIds: [...instance.nsgIds],
+          hostnameLabel: node.name,
+        },
+        launchOptions: { networkType: "PARAVIRTUALIZED" },
+        metadata: {
+          user_data: pulumi.secret(
+            args.machineConfiguration.apply((config) => Buffer.from(config).toString("base64")),
+          ),
+        },
+        freeformTags: {
+          ...settings.freeformTags,
+          "talos-cluster": args.clusterName,
+          "talos-role": node.role,
+        },
+      },
+      {
+        parent: this,
+        provider: platform.provider,
+        protect: args.protect,
+        ignoreChanges: ["metadata", "sourceDetails.sourceId"],
+      },
+    );
+    this.talosAddress = instance.assignPublicIp
+      ? this.instance.publicIp
+      : pulumi.output(instance.privateIp ?? this.instance.privateIp);
+    this.registerOutputs({ talosAddress: this.talosAddress });
+  }
+}

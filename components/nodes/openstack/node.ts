@@ -1,0 +1,130 @@
+import * as openstack from "@pulumi/openstack";
+import * as pulumi from "@pulumi/pulumi";
+import type { OpenstackNodeSpec, OpenstackSpec } from "../../config/types";
+import type { ConfigDelivery, TalosMachine } from "../machine";
+import { spread } from "../placement";
+import type { OpenstackPlatform } from "./platform";
+
+/** Inputs of an {@link OpenstackNode}. */
+export interface OpenstackNodeArgs {
+  readonly node: OpenstackNodeSpec;
+  readonly settings: OpenstackSpec;
+  readonly platform: OpenstackPlatform;
+  /** The node's complete machine config (secret). */
+  readonly machineConfiguration: pulumi.Output<string>;
+  readonly clusterName: string;
+  /** The control planes' VIP, allowed on this node's port when it is a control plane. */
+  readonly vip?: string;
+  readonly protect: boolean;
+}
+
+/**
+ * A Talos node as an OpenStack instance booting from a volume made from the Talos image. Its config is
+ * raw `userData` on a config drive (Talos' openstack platform reads `config-2`), so it boots configured.
+ * Its port has a fixed MAC, so the config can name the link without knowing the kernel's name for it.
+ * User data and image changes after creation are ignored: config changes go over the Talos API.
+ */
+export class OpenstackNode extends pulumi.ComponentResource implements TalosMachine {
+  public readonly talosAddress: pulumi.Output<string>;
+  public readonly delivery: ConfigDelivery;
+  public readonly instance: openstack.compute.Instance;
+  public readonly port: openstack.networking.Port;
+
+  constructor(name: string, args: OpenstackNodeArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("platform:openstack:Node", name, {}, opts);
+    const { node, settings, platform } = args;
+    this.delivery = { kind: "userData", pushChanges: node.pushConfig };
+    const spec = node.openstack;
+    const resourceOpts = { parent: this, provider: platform.provider };
+    const zones = settings.availabilityZones;
+    const zone =
+      node.placement.zone ??
+      (zones ? zones[spread(node.placement.poolIndex, zones.length).domainIndex] : undefined);
+    const tags = ["talos", args.clusterName, node.role];
+
+    const fixedIps = [
+      ...(spec.fixedIp ? [{ subnetId: settings.subnetId!, ipAddress: spec.fixedIp }] : []),
+      ...(spec.fixedIp6 ? [{ subnetId: settings.subnet6Id!, ipAddress: spec.fixedIp6 }] : []),
+    ];
+    this.port = new openstack.networking.Port(
+      `${name}-port`,
+      {
+        name: node.name,
+        networkId: settings.networkId,
+        macAddress: spec.mac,
+        ...(fixedIps.length > 0 ? { fixedIps } : {}),
+        securityGroupIds: [platform.securityGroupId],
+        ...(args.vip && node.role === "controlplane"
+          ? { allowedAddressPairs: [{ ipAddress: args.vip }] }
+          : {}),
+        tags,
+      },
+      resourceOpts,
+    );
+
+    const boot = new openstack.blockstorage.Volume(
+      `${name}-boot`,
+      {
+        name: `${node.name}-boot`,
+        size: spec.volumeSize,
+        imageId: platform.imageId,
+        ...(spec.volumeType ? { volumeType: spec.volumeType } : {}),
+        ...(zone ? { availabilityZone: zone } : {}),
+      },
+      // A new Talos image is for new nodes; existing ones are upgraded in place.
+      { ...resourceOpts, protect: args.protect, ignoreChanges: ["imageId"] },
+    );
+    const data =
+      spec.dataVolumeSize === undefined
+        ? undefined
+        : new openstack.blockstorage.Volume(
+            `${name}-data`,
+            {
+              name: `${node.name}-data`,
+              size: spec.dataVolumeSize,
+              ...(zone ? { availabilityZone: zone } : {}),
+            },
+            resourceOpts,
+          );
+
+    this.instance = new openstack.compute.Instance(
+      `${name}-instance`,
+      {
+        name: node.name,
+        flavorName: spec.flavor,
+        ...(zone ? { availabilityZone: zone } : {}),
+        blockDevices: [
+          {
+            sourceType: "volume",
+            uuid: boot.id,
+            destinationType: "volume",
+            bootIndex: 0,
+            deleteOnTermination: false,
+          },
+          ...(data
+            ? [
+                {
+                  sourceType: "volume",
+                  uuid: data.id,
+                  destinationType: "volume",
+                  bootIndex: -1,
+                  deleteOnTermination: false,
+                },
+              ]
+            : []),
+        ],
+        networks: [{ port: this.port.id }],
+        userData: pulumi.secret(args.machineConfiguration),
+        configDrive: true,
+        stopBeforeDestroy: true,
+        metadata: { "talos-cluster": args.clusterName, "talos-role": node.role },
+        tags,
+      },
+      { ...resourceOpts, protect: args.protect, ignoreChanges: ["userData"] },
+    );
+    this.talosAddress = pulumi.output(
+      node.declaredAddress ?? this.port.allFixedIps.apply((ips) => ips[0]),
+    );
+    this.registerOutputs({ talosAddress: this.talosAddress });
+  }
+}
