@@ -1,0 +1,3 @@
+export * from "./operation";
+export * from "./outputs";
+export * from "./stacks";

@@ -1,0 +1,191 @@
+// preview, up, refresh and destroy of one layer (or every layer) of one environment: check
+// everything that can be checked without the engine first, then per layer take the lock, run the
+// engine with the progress view, and write the preview summary.
+import type { EngineEvent } from "@pulumi/pulumi/automation";
+import * as path from "node:path";
+import { resolveStackSettings, stateDir } from "../backend";
+import type { CliContext } from "../context";
+import { ExitCode, type ExitCodeValue, translateEngineError } from "../errors";
+import { type Operation, checkGuards, isCi } from "../guards";
+import {
+  type Layer,
+  type LayerName,
+  layerExists,
+  layerProjectFile,
+  listEnvironments,
+  readStackFile,
+  requireEnvironment,
+  resolveLayer,
+  selectLayers,
+} from "../layers";
+import { acquireStackLock } from "../lock";
+import { ProgressRenderer } from "../progress";
+import { previewSection, skippedSection, writeSummarySection } from "../summary";
+
+/** One preview/up/refresh/destroy as the operator asked for it. */
+export interface OperationRequest {
+  readonly operation: Operation;
+  readonly layer: LayerName | "all";
+  readonly env: string;
+  readonly installCli: boolean;
+  readonly yesDestroyProd: boolean;
+  /** preview only: show the engine's property-level diff. */
+  readonly diff: boolean;
+  /** preview only: merge a Markdown summary into this file. */
+  readonly summaryFile?: string;
+  /** Succeed with a note (and a skipped summary section) when the layer has no Pulumi.yaml yet. */
+  readonly skipMissingLayer: boolean;
+  /** The command line, recorded in the lock so a refused run can say who holds it. */
+  readonly commandLine: string;
+}
+
+/** The folder of the CLI's per-stack lock files. */
+export function locksDir(repoRoot: string): string {
+  return path.join(stateDir(repoRoot), "locks");
+}
+
+/** Runs an engine operation; resolves to the exit code, rejects with a translated error. */
+export async function runOperation(
+  ctx: CliContext,
+  request: OperationRequest,
+): Promise<ExitCodeValue> {
+  const summaryFile =
+    request.summaryFile !== undefined ? path.resolve(ctx.cwd, request.summaryFile) : undefined;
+  if (
+    request.layer !== "all" &&
+    request.skipMissingLayer &&
+    !layerExists(ctx.repoRoot, request.layer)
+  ) {
+    const reason = `${layerProjectFile(request.layer)} does not exist yet.`;
+    ctx.stdout.write(`${request.operation} ${request.layer}/${request.env}: skipped; ${reason}\n`);
+    if (summaryFile) {
+      writeSummarySection(summaryFile, skippedSection(request.layer, request.env, reason));
+    }
+    return ExitCode.ok;
+  }
+  const order = request.operation === "destroy" ? "down" : "up";
+  const layers: Layer[] = [];
+  for (const name of selectLayers(ctx.repoRoot, request.layer, order)) {
+    const layer = resolveLayer(ctx.repoRoot, name);
+    if (request.layer === "all" && !listEnvironments(layer).includes(request.env)) {
+      ctx.stdout.write(
+        `${request.operation} ${name}/${request.env}: skipped; no Pulumi.${request.env}.yaml in ${layer.displayDir}\n`,
+      );
+      continue;
+    }
+    requireEnvironment(layer, request.env);
+    layers.push(layer);
+  }
+  // Every guard before any layer runs: a refusal halfway through would leave layers out of step.
+  for (const layer of layers) {
+    checkGuards(
+      {
+        operation: request.operation,
+        layer: layer.name,
+        env: request.env,
+        yesDestroyProd: request.yesDestroyProd,
+      },
+      ctx.env,
+    );
+  }
+  const cli = await ctx.workspaces.ensureCli({ install: request.installCli });
+  for (const layer of layers) {
+    await runOnLayer(ctx, request, layer, summaryFile, cli.version);
+  }
+  return ExitCode.ok;
+}
+
+async function runOnLayer(
+  ctx: CliContext,
+  request: OperationRequest,
+  layer: Layer,
+  summaryFile: string | undefined,
+  cliVersion: string,
+): Promise<void> {
+  const { operation, env } = request;
+  const target = `${layer.name}/${env}`;
+  const mayCreate = operation === "preview" || operation === "up";
+  const settings = resolveStackSettings({
+    env: ctx.env,
+    layer,
+    stackFile: readStackFile(layer, env),
+    repoRoot: ctx.repoRoot,
+    mayCreate,
+    ...(ctx.random ? { random: ctx.random } : {}),
+  });
+  for (const notice of settings.notices) ctx.stderr.write(`note: ${notice}\n`);
+  const lock = acquireStackLock({
+    dir: locksDir(ctx.repoRoot),
+    layer: layer.name,
+    env,
+    command: request.commandLine,
+    pid: ctx.host.pid,
+    host: ctx.host.hostname,
+    isAlive: (pid) => ctx.host.isAlive(pid),
+  });
+  const live = ctx.stdout.isTTY === true && !isCi(ctx.env);
+  const renderer = new ProgressRenderer({
+    out: ctx.stdout,
+    mode: live ? "live" : "plain",
+    clock: ctx.clock,
+    operation,
+    target,
+    quiet: operation === "preview" && request.diff,
+  });
+  const events: EngineEvent[] = [];
+  const stopTicker = live ? ctx.startTicker?.(() => renderer.redraw()) : undefined;
+  ctx.stdout.write(
+    `${operation} ${target}: backend ${settings.backend.url} (${settings.backend.source}), ` +
+      `secrets ${settings.secrets.provider} (${settings.secrets.source}), Pulumi CLI ${cliVersion}\n`,
+  );
+  try {
+    const stack = await ctx.workspaces.openStack({
+      workDir: layer.dir,
+      stackName: env,
+      envVars: settings.envVars,
+      secretsProvider: settings.secrets.provider,
+      create: mayCreate,
+    });
+    const options = {
+      onEvent: (event: EngineEvent) => {
+        if (summaryFile) events.push(event);
+        renderer.onEvent(event);
+      },
+      ...(ctx.signal ? { signal: ctx.signal } : {}),
+    };
+    if (operation === "preview") {
+      await stack.preview({
+        ...options,
+        ...(request.diff ? { diff: true, onOutput: (text: string) => ctx.stdout.write(text) } : {}),
+      });
+    } else {
+      await stack[operation](options);
+    }
+    stopTicker?.();
+    renderer.finish({ ok: true });
+    if (summaryFile && operation === "preview") {
+      writeSummarySection(
+        summaryFile,
+        previewSection({ layer: layer.name, env, events, ok: true }),
+      );
+    }
+  } catch (error) {
+    stopTicker?.();
+    const translated = translateEngineError(error, {
+      target,
+      operation,
+      failures: renderer.tally.failures,
+      errors: renderer.tally.errors,
+    });
+    renderer.finish({ ok: false });
+    if (summaryFile && operation === "preview") {
+      writeSummarySection(
+        summaryFile,
+        previewSection({ layer: layer.name, env, events, ok: false, errors: [translated.message] }),
+      );
+    }
+    throw translated;
+  } finally {
+    lock.release();
+  }
+}

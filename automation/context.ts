@@ -1,0 +1,34 @@
+// Everything a command takes from the outside world, in one injectable object: tests pass fakes for
+// the streams, the clock, the environment and the workspace factory.
+import type { Env } from "./backend";
+import type { TextSink } from "./progress";
+import type { WorkspaceFactory } from "./workspace";
+
+/** The process a command runs in. */
+export interface HostInfo {
+  readonly pid: number;
+  readonly hostname: string;
+  /** Whether a local process exists (stale lock detection). */
+  isAlive(pid: number): boolean;
+}
+
+/** The outside world of one CLI run. */
+export interface CliContext {
+  /** The repository root: the foundation layer's folder, parent of the other layers'. */
+  readonly repoRoot: string;
+  /** Where relative paths given by the operator resolve (npm's INIT_CWD under `npm run`). */
+  readonly cwd: string;
+  readonly env: Env;
+  readonly stdout: TextSink;
+  readonly stderr: TextSink;
+  /** Milliseconds since the epoch. */
+  readonly clock: () => number;
+  readonly workspaces: WorkspaceFactory;
+  readonly host: HostInfo;
+  /** Aborted when the operator asks the run to stop (SIGINT/SIGTERM). */
+  readonly signal?: AbortSignal;
+  /** Calls `tick` periodically to redraw the live progress; returns a stop function. */
+  readonly startTicker?: (tick: () => void) => () => void;
+  /** Random bytes for the generated passphrase (injectable for tests). */
+  readonly random?: (size: number) => Buffer;
+}

@@ -1,0 +1,227 @@
+// One error format for the CLI, `<what>: <problem>; got <value>. <fix>`, and the exit codes scripts
+// can rely on. Engine and Automation API errors are translated here so the operator never sees a
+// stack trace or the Pulumi CLI's raw stdout/stderr dump.
+import { CommandError, ConcurrentUpdateError, StackNotFoundError } from "@pulumi/pulumi/automation";
+
+/** Exit codes of `npm run platform`; documented in the README so scripts can branch on them. */
+export const ExitCode = {
+  /** The command did what it was asked. */
+  ok: 0,
+  /** The engine ran and an operation failed (a resource, the program, or the preview). */
+  failed: 1,
+  /** The command line, the layer, the environment or a file was wrong. */
+  usage: 2,
+  /** A guard rail refused the command (CI, destroying prod). */
+  refused: 3,
+  /** Another run holds the stack (the CLI's lock or the engine's). */
+  locked: 4,
+  /** The Pulumi CLI is missing, too old or could not be installed. */
+  missingCli: 5,
+  /** Interrupted by a signal. */
+  interrupted: 130,
+} as const;
+
+/** One of {@link ExitCode}'s values. */
+export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
+
+/** The parts of a user-facing problem. */
+export interface Problem {
+  /** What is wrong: a command, a file, an option (`environment`, `foundation/staging`, `--layer`). */
+  readonly what: string;
+  /** What is wrong with it. */
+  readonly problem: string;
+  /** The offending value, already quoted where it helps. */
+  readonly got: string;
+  /** What to do about it. */
+  readonly fix: string;
+}
+
+/** `<what>: <problem>; got <value>. <fix>` */
+export function formatProblem({ what, problem, got, fix }: Problem): string {
+  return `${what}: ${problem}; got ${got}. ${fix}`;
+}
+
+/** An error the operator can fix; printed as one message, without a stack trace. */
+export class UserError extends Error {
+  constructor(
+    readonly problem: Problem,
+    readonly exitCode: ExitCodeValue = ExitCode.usage,
+  ) {
+    super(formatProblem(problem));
+    this.name = "UserError";
+  }
+}
+
+/** One failed resource operation, as reported by the engine. */
+export interface ResourceFailure {
+  readonly op: string;
+  readonly type: string;
+  readonly name: string;
+  readonly message: string;
+}
+
+/**
+ * An engine operation failed. Carries every failing resource (or, when the program itself failed,
+ * the engine's error messages) so the message names them.
+ */
+export class OperationFailedError extends Error {
+  readonly exitCode = ExitCode.failed;
+
+  constructor(
+    readonly target: string,
+    readonly operation: string,
+    readonly failures: readonly ResourceFailure[],
+    readonly errors: readonly string[],
+  ) {
+    super(describeFailure(target, operation, failures, errors));
+    this.name = "OperationFailedError";
+  }
+}
+
+function describeFailure(
+  target: string,
+  operation: string,
+  failures: readonly ResourceFailure[],
+  errors: readonly string[],
+): string {
+  const fix =
+    operation === "preview"
+      ? "Fix the cause and preview again"
+      : "Fix the cause and rerun the command (completed steps are kept in the state)";
+  if (failures.length > 0) {
+    const lines = failures.map(
+      (f) => `  - ${f.op} ${f.type} "${f.name}": ${firstLines(f.message)}`,
+    );
+    const noun = failures.length === 1 ? "resource" : "resources";
+    return `${operation} ${target}: ${failures.length} ${noun} failed; got:\n${lines.join("\n")}\n${fix}.`;
+  }
+  const shown = errors.length > 0 ? errors.map((e) => firstLines(e, 20)) : ["no error message"];
+  return formatProblem({
+    what: `${operation} ${target}`,
+    problem: "the engine reported an error",
+    got: shown.length === 1 ? shown[0] : `\n${shown.map((e) => `  - ${e}`).join("\n")}\n`,
+    fix,
+  });
+}
+
+/** The first few lines of a (possibly long) engine message. */
+export function firstLines(message: string, count = 6): string {
+  const lines = message.trim().split("\n");
+  return lines.length <= count
+    ? lines.join("\n")
+    : `${lines.slice(0, count).join("\n")}\n    … (${lines.length - count} more lines)`;
+}
+
+/** The stderr a failed Pulumi CLI invocation printed (CommandError keeps it in its message only). */
+export function commandStderr(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const match = /\n stderr: ([\s\S]*?)(?:\n err\?: [\s\S]*)?$/.exec(message);
+  return (match ? match[1] : message).trim();
+}
+
+/** Whether an error says a program could not be started because it does not exist. */
+export function isSpawnNotFound(error: unknown): boolean {
+  const message = error instanceof Error ? error.message : String(error);
+  return /spawn \S+ ENOENT/.test(message);
+}
+
+/** What the CLI knows about the operation an engine error came from. */
+export interface EngineErrorContext {
+  /** `foundation/staging` */
+  readonly target: string;
+  readonly operation: string;
+  /** Failing resources collected from the event stream. */
+  readonly failures: readonly ResourceFailure[];
+  /** Error diagnostics collected from the event stream. */
+  readonly errors: readonly string[];
+}
+
+/**
+ * Turns what a stack operation rejected with into an error worth printing: the engine's lock into
+ * a "locked" message, a missing stack into a hint, a wrong passphrase into what to set, and any
+ * other engine failure into the failing resources and their errors.
+ */
+export function translateEngineError(error: unknown, context: EngineErrorContext): Error {
+  if (error instanceof UserError || error instanceof OperationFailedError) return error;
+  const stderr = commandStderr(error);
+  if (
+    error instanceof ConcurrentUpdateError ||
+    /currently locked by|\[409\] Conflict/.test(stderr)
+  ) {
+    return new UserError(
+      {
+        what: context.target,
+        problem: "another update of this stack is in progress (the engine's lock in the backend)",
+        got: JSON.stringify(firstLines(stderr, 2)),
+        fix: "Wait for it to finish; if it crashed, run `pulumi cancel` in the layer's folder",
+      },
+      ExitCode.locked,
+    );
+  }
+  if (error instanceof StackNotFoundError || /no stack named .* found/.test(stderr)) {
+    return new UserError({
+      what: context.target,
+      problem: "the stack does not exist in the backend yet",
+      got: JSON.stringify(firstLines(stderr, 1)),
+      fix: `Create it with \`npm run platform -- up ${context.target.split("/")[1]} --layer ${context.target.split("/")[0]}\``,
+    });
+  }
+  if (/incorrect passphrase|passphrase must be set/.test(stderr)) {
+    return new UserError({
+      what: `${context.target} secrets`,
+      problem: "the passphrase does not decrypt this stack",
+      got: JSON.stringify(firstLines(stderr, 1)),
+      fix: "Set PULUMI_CONFIG_PASSPHRASE or PULUMI_CONFIG_PASSPHRASE_FILE to the passphrase the stack was created with (see the README's backend section)",
+    });
+  }
+  if (isSpawnNotFound(error)) {
+    return new UserError(
+      {
+        what: "Pulumi CLI",
+        problem: "could not be started",
+        got: JSON.stringify(firstLines(stderr, 1)),
+        fix: "Install it (https://www.pulumi.com/docs/install/), or rerun with --install-cli",
+      },
+      ExitCode.missingCli,
+    );
+  }
+  if (error instanceof CommandError || context.failures.length > 0 || context.errors.length > 0) {
+    const errors = context.errors.length > 0 ? context.errors : engineErrorLines(stderr);
+    return new OperationFailedError(context.target, context.operation, context.failures, errors);
+  }
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+/** The `error: …` lines of the Pulumi CLI's stderr (its own summary of what went wrong). */
+function engineErrorLines(stderr: string): string[] {
+  const lines = stderr
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line.startsWith("error:"))
+    .map((line) => line.slice("error:".length).trim());
+  return lines.length > 0 ? lines : stderr ? [firstLines(stderr, 4)] : [];
+}
+
+/** Where errors are written. */
+export interface ErrorSink {
+  write(text: string): void;
+}
+
+/**
+ * Prints an error as one message and returns the exit code it maps to. Only unexpected errors (bugs)
+ * get a stack trace, and only when PLATFORM_DEBUG is set.
+ */
+export function reportError(error: unknown, stderr: ErrorSink, debug = false): ExitCodeValue {
+  if (error instanceof UserError || error instanceof OperationFailedError) {
+    stderr.write(`${error.message}\n`);
+    return error.exitCode;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  stderr.write(`platform: unexpected error; got ${JSON.stringify(firstLines(message, 3))}. `);
+  stderr.write(
+    debug && error instanceof Error && error.stack
+      ? `Stack trace:\n${error.stack}\n`
+      : "Rerun with PLATFORM_DEBUG=1 for the stack trace\n",
+  );
+  return ExitCode.failed;
+}

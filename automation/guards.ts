@@ -1,0 +1,65 @@
+// Guard rails: commands that must not run where they could do harm. Checked before the Pulumi CLI is
+// looked for and before any file is written, so a refusal has no side effects.
+import type { Env } from "./backend";
+import { ExitCode, UserError } from "./errors";
+import type { LayerName } from "./layers";
+
+/** The engine operations the CLI runs. */
+export type Operation = "preview" | "up" | "refresh" | "destroy";
+
+/** Environments whose destruction needs an explicit flag. */
+export const PROTECTED_ENVIRONMENTS: readonly string[] = ["prod"];
+
+/** Layers only an operator applies, from a workstation: never from CI. */
+export const WORKSTATION_ONLY_LAYERS: readonly LayerName[] = ["foundation"];
+
+/** Whether the process runs in CI: `CI` set to anything but empty, `0` or `false`. */
+export function isCi(env: Env): boolean {
+  const value = env.CI;
+  return value !== undefined && value !== "" && value !== "0" && value.toLowerCase() !== "false";
+}
+
+/** What a guard needs to know about a command. */
+export interface GuardRequest {
+  readonly operation: Operation;
+  readonly layer: LayerName;
+  readonly env: string;
+  readonly yesDestroyProd: boolean;
+}
+
+/** Throws a "refused" error when a guard rail forbids the command. */
+export function checkGuards(request: GuardRequest, env: Env): void {
+  const { operation, layer } = request;
+  if (
+    (operation === "up" || operation === "destroy") &&
+    WORKSTATION_ONLY_LAYERS.includes(layer) &&
+    isCi(env)
+  ) {
+    throw new UserError(
+      {
+        what: `${operation} ${layer}/${request.env}`,
+        problem: `the ${layer} layer is not applied from CI`,
+        got: `CI=${JSON.stringify(env.CI)}`,
+        fix:
+          "It can reboot nodes and must work while the cluster is down, so the operator applies it " +
+          "from a workstation on the cluster's network: run it there, without CI set",
+      },
+      ExitCode.refused,
+    );
+  }
+  if (
+    operation === "destroy" &&
+    PROTECTED_ENVIRONMENTS.includes(request.env) &&
+    !request.yesDestroyProd
+  ) {
+    throw new UserError(
+      {
+        what: `destroy ${layer}/${request.env}`,
+        problem: `destroying ${request.env} needs --yes-destroy-prod`,
+        got: "no --yes-destroy-prod",
+        fix: `Rerun with --yes-destroy-prod if you mean to delete every resource of ${layer}/${request.env}`,
+      },
+      ExitCode.refused,
+    );
+  }
+}

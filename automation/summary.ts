@@ -1,0 +1,314 @@
+// The Markdown preview summary for pull requests: per layer and environment, the counts of creates,
+// updates, replaces and deletes and a table of the changed resources, with replacements and
+// deletions of critical resources called out in bold at the top. Several previews merge into one
+// file (staging, then prod: one PR comment); the sections travel in a hidden data block so a rerun
+// replaces its own section instead of duplicating it.
+import type { EngineEvent, StepEventMetadata } from "@pulumi/pulumi/automation";
+import * as fs from "node:fs";
+import { criticalReason } from "./critical";
+import { opWords, parseUrn, plainMessage } from "./engineEvents";
+import { UserError } from "./errors";
+import { writeFileAtomically } from "./files";
+import { LAYER_NAMES } from "./layers";
+
+/** The first line of every summary; the CI workflow finds its previous PR comment by it. */
+export const SUMMARY_MARKER = "<!-- talos-platform:preview-summary -->";
+const DATA_PREFIX = "<!-- talos-platform:preview-data:";
+const DATA_SUFFIX = " -->";
+
+/** The kinds of change a summary counts. */
+export const COUNTED_KINDS = ["create", "update", "replace", "delete"] as const;
+
+/** One of {@link COUNTED_KINDS}. */
+export type CountedKind = (typeof COUNTED_KINDS)[number];
+
+/** One changed resource. */
+export interface ResourceChange {
+  readonly kind: CountedKind;
+  readonly type: string;
+  readonly name: string;
+  /** Properties that differ (for a replace: those forcing it), without values. */
+  readonly properties: readonly string[];
+  /** Why this resource is critical, when it is. */
+  readonly critical?: string;
+}
+
+/** A replacement or deletion to call out. */
+export interface CriticalChange {
+  readonly kind: "replace" | "delete";
+  readonly type: string;
+  readonly name: string;
+  readonly reason: string;
+}
+
+/** The preview of one layer and environment. */
+export interface PreviewSection {
+  readonly layer: string;
+  readonly env: string;
+  readonly status: "ok" | "failed" | "skipped";
+  readonly counts: Readonly<Record<CountedKind, number>>;
+  readonly changes: readonly ResourceChange[];
+  readonly critical: readonly CriticalChange[];
+  /** The errors of a failed preview, or why it was skipped. */
+  readonly messages: readonly string[];
+}
+
+const KIND_PRIORITY: Record<CountedKind, number> = { replace: 4, delete: 3, create: 2, update: 1 };
+
+/** Builds a section from the events of one preview. */
+export function previewSection(input: {
+  readonly layer: string;
+  readonly env: string;
+  readonly events: readonly EngineEvent[];
+  readonly ok: boolean;
+  /** Errors to show when the preview failed (the event stream's, or the translated CLI error). */
+  readonly errors?: readonly string[];
+}): PreviewSection {
+  const byUrn = new Map<string, ResourceChange>();
+  const critical = new Map<string, CriticalChange>();
+  for (const event of input.events) {
+    const metadata = event.resourcePreEvent?.metadata;
+    if (metadata) {
+      const change = changeOf(metadata);
+      if (!change) continue;
+      const previous = byUrn.get(metadata.urn);
+      if (!previous || KIND_PRIORITY[change.kind] > KIND_PRIORITY[previous.kind]) {
+        byUrn.set(metadata.urn, {
+          ...change,
+          properties: mergeProperties(previous?.properties, change.properties),
+          ...((change.critical ?? previous?.critical)
+            ? { critical: change.critical ?? previous?.critical }
+            : {}),
+        });
+      }
+      if ((change.kind === "replace" || change.kind === "delete") && change.critical) {
+        critical.set(`${change.kind} ${metadata.urn}`, {
+          kind: change.kind,
+          type: change.type,
+          name: change.name,
+          reason: change.critical,
+        });
+      }
+    }
+    const refused = event.diagnosticEvent && protectionRefusal(event.diagnosticEvent.message);
+    if (refused && event.diagnosticEvent?.urn) {
+      const { type, name } = parseUrn(event.diagnosticEvent.urn);
+      const key = `${refused} ${event.diagnosticEvent.urn}`;
+      const known = critical.get(key);
+      critical.set(key, {
+        kind: refused,
+        type,
+        name,
+        reason: `${known ? `${known.reason}; ` : "protected; "}the engine refuses to ${refused} it, so the preview fails`,
+      });
+    }
+  }
+  const changes = [...byUrn.values()].filter((c) => !c.type.startsWith("pulumi:pulumi:"));
+  const counts = { create: 0, update: 0, replace: 0, delete: 0 };
+  for (const change of changes) counts[change.kind]++;
+  return {
+    layer: input.layer,
+    env: input.env,
+    status: input.ok ? "ok" : "failed",
+    counts,
+    changes,
+    critical: [...critical.values()],
+    messages: input.ok ? [] : [...(input.errors ?? [])],
+  };
+}
+
+/** A section for a layer that was not previewed, with the reason. */
+export function skippedSection(layer: string, env: string, reason: string): PreviewSection {
+  return {
+    layer,
+    env,
+    status: "skipped",
+    counts: { create: 0, update: 0, replace: 0, delete: 0 },
+    changes: [],
+    critical: [],
+    messages: [reason],
+  };
+}
+
+function changeOf(metadata: StepEventMetadata): ResourceChange | undefined {
+  const kind = opWords(metadata.op).kind;
+  if (kind !== "create" && kind !== "update" && kind !== "replace" && kind !== "delete") {
+    return undefined;
+  }
+  const properties =
+    kind === "replace" && metadata.keys && metadata.keys.length > 0
+      ? metadata.keys
+      : (metadata.diffs ?? Object.keys(metadata.detailedDiff ?? {}));
+  const reason = criticalReason(metadata);
+  return {
+    kind,
+    type: metadata.type,
+    name: parseUrn(metadata.urn).name,
+    properties: [...new Set(properties)].sort(),
+    ...(reason ? { critical: reason } : {}),
+  };
+}
+
+function mergeProperties(
+  a: readonly string[] | undefined,
+  b: readonly string[],
+): readonly string[] {
+  return [...new Set([...(a ?? []), ...b])].sort();
+}
+
+/** `replace`/`delete` when a diagnostic is the engine refusing to touch a protected resource. */
+function protectionRefusal(message: string): "replace" | "delete" | undefined {
+  const match = /unable to (replace|delete) resource[\s\S]*marked for protection/.exec(
+    plainMessage(message),
+  );
+  return match ? (match[1] as "replace" | "delete") : undefined;
+}
+
+/** Adds or replaces the section of the same layer and environment, keeping layers in order. */
+export function mergeSections(
+  existing: readonly PreviewSection[],
+  section: PreviewSection,
+): PreviewSection[] {
+  const index = existing.findIndex((s) => s.layer === section.layer && s.env === section.env);
+  const merged =
+    index >= 0 ? existing.map((s, i) => (i === index ? section : s)) : [...existing, section];
+  const rank = (layer: string) => {
+    const i = (LAYER_NAMES as readonly string[]).indexOf(layer);
+    return i < 0 ? LAYER_NAMES.length : i;
+  };
+  // Array.prototype.sort is stable: environments keep the order they were previewed in.
+  return merged.sort((a, b) => rank(a.layer) - rank(b.layer));
+}
+
+/** The sections stored in a summary file's hidden data block. */
+export function readSections(markdown: string): PreviewSection[] {
+  const start = markdown.lastIndexOf(DATA_PREFIX);
+  if (start < 0) return [];
+  const end = markdown.indexOf(DATA_SUFFIX, start + DATA_PREFIX.length);
+  const encoded = markdown.slice(start + DATA_PREFIX.length, end < 0 ? undefined : end).trim();
+  const parsed = JSON.parse(Buffer.from(encoded, "base64").toString("utf8")) as unknown;
+  return Array.isArray(parsed) ? (parsed as PreviewSection[]) : [];
+}
+
+/** Merges one section into the summary file (created if missing) and rewrites it. */
+export function writeSummarySection(file: string, section: PreviewSection): PreviewSection[] {
+  let existing: PreviewSection[] = [];
+  if (fs.existsSync(file)) {
+    const text = fs.readFileSync(file, "utf8");
+    if (text.trim() !== "") {
+      if (!text.startsWith(SUMMARY_MARKER)) {
+        throw new UserError({
+          what: "--summary",
+          problem: "the file exists and is not a preview summary, so it is left alone",
+          got: JSON.stringify(file),
+          fix: "Name a new file, or delete this one",
+        });
+      }
+      existing = readSections(text);
+    }
+  }
+  const sections = mergeSections(existing, section);
+  writeFileAtomically(file, renderSummary(sections));
+  return sections;
+}
+
+/** Longest body GitHub accepts for a comment is 65536 characters; stay clear of it. */
+const MAX_MARKDOWN = 60_000;
+const MAX_ROWS = 100;
+
+/** The Markdown of a summary. */
+export function renderSummary(sections: readonly PreviewSection[]): string {
+  const full = render(sections, true);
+  return full.length <= MAX_MARKDOWN ? full : render(sections, false);
+}
+
+function render(sections: readonly PreviewSection[], withTables: boolean): string {
+  const out: string[] = [SUMMARY_MARKER, "## Infrastructure preview", ""];
+  const critical = sections.flatMap((s) =>
+    s.critical.map((c) => ({ ...c, target: `${s.layer}/${s.env}` })),
+  );
+  if (critical.length > 0) {
+    out.push("> [!CAUTION]");
+    for (const c of critical) {
+      out.push(
+        `> **${c.target}: ${c.kind === "replace" ? "replaces" : "deletes"} ${code(c.type)} ${code(c.name)}: ${escapeText(c.reason)}**  `,
+      );
+    }
+    out.push("");
+  }
+  out.push("| layer | environment | create | update | replace | delete | result |");
+  out.push("| --- | --- | ---: | ---: | ---: | ---: | --- |");
+  for (const s of sections) {
+    out.push(
+      `| ${s.layer} | ${cell(s.env)} | ${s.counts.create} | ${s.counts.update} | ${s.counts.replace} | ${s.counts.delete} | ${resultOf(s)} |`,
+    );
+  }
+  for (const s of sections) {
+    out.push("", `### ${s.layer} / ${escapeText(s.env)}`, "");
+    if (s.status === "skipped") {
+      out.push(`Skipped: ${escapeText(s.messages.join(" "))}`);
+      continue;
+    }
+    if (s.status === "failed") {
+      out.push(
+        "**The preview failed:**",
+        "",
+        fenced(s.messages.join("\n\n") || "(no message)"),
+        "",
+      );
+    }
+    if (s.changes.length === 0) {
+      if (s.status === "ok") out.push("No changes.");
+      continue;
+    }
+    if (!withTables) {
+      out.push(`${s.changes.length} changed resources (table left out to fit a comment).`);
+      continue;
+    }
+    out.push("| change | resource | type | properties |", "| --- | --- | --- | --- |");
+    const rows = [...s.changes].sort(
+      (a, b) => KIND_PRIORITY[b.kind] - KIND_PRIORITY[a.kind] || a.name.localeCompare(b.name),
+    );
+    for (const c of rows.slice(0, MAX_ROWS)) {
+      const kind =
+        c.critical && c.kind !== "create" && c.kind !== "update" ? `**${c.kind}**` : c.kind;
+      out.push(
+        `| ${kind} | ${code(c.name)} | ${code(c.type)} | ${c.properties.map(code).join(", ")} |`,
+      );
+    }
+    if (rows.length > MAX_ROWS) out.push("", `… and ${rows.length - MAX_ROWS} more.`);
+  }
+  const data = Buffer.from(JSON.stringify(sections), "utf8").toString("base64");
+  out.push("", `${DATA_PREFIX}${data}${DATA_SUFFIX}`, "");
+  return out.join("\n");
+}
+
+function resultOf(section: PreviewSection): string {
+  if (section.status === "failed") return "**failed**";
+  if (section.status === "skipped") return "skipped";
+  const critical = section.critical.length;
+  if (critical > 0) return `**${critical} critical**`;
+  return COUNTED_KINDS.some((k) => section.counts[k] > 0) ? "changes" : "no changes";
+}
+
+/** Inline code that survives backticks and table pipes in the text. */
+function code(text: string): string {
+  const longest = Math.max(0, ...(text.match(/`+/g) ?? []).map((run) => run.length));
+  const fence = "`".repeat(longest + 1);
+  const padded = text.startsWith("`") || text.endsWith("`") ? ` ${text} ` : text;
+  return `${fence}${cell(padded)}${fence}`;
+}
+
+function cell(text: string): string {
+  return text.replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
+}
+
+function escapeText(text: string): string {
+  return cell(text).replace(/([*_<>[\]])/g, "\\$1");
+}
+
+function fenced(text: string): string {
+  const longest = Math.max(2, ...(text.match(/`+/g) ?? []).map((run) => run.length));
+  const fence = "`".repeat(longest + 1);
+  return `${fence}text\n${text}\n${fence}`;
+}

@@ -1,0 +1,119 @@
+// The one seam between the CLI and the Pulumi engine: a factory that finds the Pulumi CLI and opens a
+// stack of a layer's project folder. Production uses the Automation API's LocalWorkspace; tests
+// inject a fake that plays recorded engine events, so no Pulumi CLI is needed to test the CLI.
+import {
+  type EngineEvent,
+  LocalWorkspace,
+  type OutputMap,
+  PulumiCommand,
+  type Stack,
+} from "@pulumi/pulumi/automation";
+import { resolvePulumiCommand } from "./pulumiCli";
+
+/** Options every engine operation takes. */
+export interface OperationOptions {
+  /** Receives every engine event as it happens. */
+  readonly onEvent: (event: EngineEvent) => void;
+  /** Receives the engine's own text output (only wanted for `preview --diff`). */
+  readonly onOutput?: (text: string) => void;
+  /** Aborting asks the engine to cancel gracefully (SIGINT to the Pulumi CLI). */
+  readonly signal?: AbortSignal;
+}
+
+/** What the CLI needs from one stack. */
+export interface StackOperations {
+  preview(options: OperationOptions & { readonly diff?: boolean }): Promise<void>;
+  up(options: OperationOptions): Promise<void>;
+  refresh(options: OperationOptions): Promise<void>;
+  destroy(options: OperationOptions): Promise<void>;
+  /** The stack's outputs; `secret` marks values that were secret. */
+  outputs(): Promise<OutputMap>;
+}
+
+/** Which stack to open, and how. */
+export interface OpenStackRequest {
+  /** The layer's project folder (where Pulumi.yaml and the stack files are). */
+  readonly workDir: string;
+  /** The environment, i.e. the stack name. */
+  readonly stackName: string;
+  /** Variables for the Pulumi CLI: backend URL, passphrase file. */
+  readonly envVars: Readonly<Record<string, string>>;
+  /** Used when the stack is created. */
+  readonly secretsProvider: string;
+  /** Create the stack if the backend does not have it (preview, up); otherwise it must exist. */
+  readonly create: boolean;
+}
+
+/** The Pulumi CLI that was found. */
+export interface CliInfo {
+  readonly command: string;
+  readonly version: string;
+}
+
+/** Finds the Pulumi CLI and opens stacks. */
+export interface WorkspaceFactory {
+  /**
+   * Finds the Pulumi CLI, or installs it when `install` is set; rejects with a UserError saying
+   * what to install when it is missing. Called before anything is written.
+   */
+  ensureCli(options: { readonly install: boolean }): Promise<CliInfo>;
+  /** Opens (selects, or creates) a stack; {@link ensureCli} must have succeeded. */
+  openStack(request: OpenStackRequest): Promise<StackOperations>;
+}
+
+/** The production factory: Automation API LocalWorkspace over the layer's project folder. */
+export function localWorkspaceFactory(
+  options: { readonly homeDir?: string } = {},
+): WorkspaceFactory {
+  let command: PulumiCommand | undefined;
+  return {
+    async ensureCli({ install }) {
+      command ??= await resolvePulumiCommand({
+        source: {
+          get: (opts) => PulumiCommand.get(opts),
+          install: (opts) => PulumiCommand.install(opts),
+        },
+        install,
+        ...(options.homeDir ? { homeDir: options.homeDir } : {}),
+      });
+      return { command: command.command, version: command.version?.toString() ?? "unknown" };
+    },
+    async openStack(request) {
+      if (!command) throw new Error("openStack called before ensureCli");
+      const args = { stackName: request.stackName, workDir: request.workDir };
+      const workspaceOptions = {
+        pulumiCommand: command,
+        envVars: { ...request.envVars },
+        secretsProvider: request.secretsProvider,
+      };
+      const stack = request.create
+        ? await LocalWorkspace.createOrSelectStack(args, workspaceOptions)
+        : await LocalWorkspace.selectStack(args, workspaceOptions);
+      return stackOperations(stack);
+    },
+  };
+}
+
+/** Adapts an Automation API Stack to {@link StackOperations}. */
+export function stackOperations(stack: Stack): StackOperations {
+  const common = (options: OperationOptions) => ({
+    onEvent: options.onEvent,
+    ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+  return {
+    async preview(options) {
+      await stack.preview({ ...common(options), ...(options.diff ? { diff: true } : {}) });
+    },
+    async up(options) {
+      await stack.up(common(options));
+    },
+    async refresh(options) {
+      await stack.refresh(common(options));
+    },
+    async destroy(options) {
+      await stack.destroy(common(options));
+    },
+    outputs: () => stack.outputs(),
+  };
+}
