@@ -28,6 +28,8 @@ export function foundation(): FoundationOutputs {
     nodes: spec.nodes,
     platforms: {
       proxmox: spec.proxmox && { settings: spec.proxmox, apiToken: secrets.proxmoxApiToken },
+      oci: spec.oci,
+      openstack: spec.openstack,
     },
   });
   return {

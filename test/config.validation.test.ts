@@ -146,7 +146,9 @@ describe("stack config validation", () => {
     [
       "an unknown platform",
       (v) => (v.nodes[0].platform = "vmware"),
-      ['nodes[0].platform: expected platform to be one of proxmox, baremetal, oci, openstack; got "vmware"'],
+      [
+        'nodes[0].platform: expected platform to be one of proxmox, baremetal, oci, openstack; got "vmware"',
+      ],
     ],
     [
       "an unknown role",

@@ -54,3 +54,39 @@ export function mixedCluster(): StackValues {
 export function clone<T>(value: T): T {
   return JSON.parse(JSON.stringify(value)) as T;
 }
+
+/** Proxmox control planes with an OCI worker pool (arm64, spread over two ADs) and an OpenStack worker pool. */
+export function cloudCluster(): StackValues {
+  const values: any = proxmoxCluster();
+  values.oci = {
+    region: "eu-frankfurt-1",
+    compartmentId: "ocid1.compartment.oc1..example",
+    subnetId: "ocid1.subnet.oc1.eu-frankfurt-1.example",
+    availabilityDomains: ["Uocm:EU-FRANKFURT-1-AD-1", "Uocm:EU-FRANKFURT-1-AD-2"],
+    image: {
+      objectStorageUri:
+        "https://objectstorage.eu-frankfurt-1.oraclecloud.com/p/example/n/ns/b/talos/o/oracle-arm64.qcow2",
+    },
+  };
+  values.openstack = {
+    networkId: "net-example",
+    subnetId: "subnet-example",
+    flavor: "m1.large",
+    availabilityZones: ["az1", "az2"],
+  };
+  values.nodes.push(
+    ...[1, 2, 3].map((i) => ({
+      name: `oci-${i}`,
+      role: "worker",
+      platform: "oci",
+      oci: { privateIp: `198.51.100.${20 + i}` },
+    })),
+    ...[1, 2].map((i) => ({
+      name: `os-${i}`,
+      role: "worker",
+      platform: "openstack",
+      openstack: { fixedIp: `203.0.113.${20 + i}`, volumeSize: 40 },
+    })),
+  );
+  return values;
+}

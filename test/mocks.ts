@@ -75,6 +75,8 @@ const fakeKey = (what: string) => `${FAKE_SECRET_MARKER}-${what}`;
 export interface MockBehaviour {
   /** Make the health check fail with this message. */
   healthError?: string;
+  /** Pad every generated machine config with this many bytes (to exceed user-data limits). */
+  configPadding?: number;
 }
 
 /** The recording mock engine. */
@@ -280,9 +282,42 @@ function fakeResource(
       };
     case "proxmoxve:index/vmLegacy:VmLegacy":
       return { id: String(inputs.vmId), state: inputs };
+    case "oci:Core/instance:Instance":
+      return {
+        id: `ocid1.instance.oc1..${name}`,
+        state: {
+          ...inputs,
+          privateIp: inputs.createVnicDetails?.privateIp ?? `198.51.100.${octet(name)}`,
+          publicIp:
+            inputs.createVnicDetails?.assignPublicIp === "true" ? `203.0.113.${octet(name)}` : "",
+          state: "RUNNING",
+        },
+      };
+    case "oci:Core/image:Image":
+      return { id: `ocid1.image.oc1..${name}`, state: inputs };
+    case "openstack:networking/port:Port":
+      return {
+        id: `port-${name}`,
+        state: {
+          ...inputs,
+          allFixedIps: inputs.fixedIps
+            ? inputs.fixedIps.map((ip: any) => ip.ipAddress)
+            : [`192.0.2.${octet(name)}`],
+        },
+      };
+    case "openstack:images/image:Image":
+    case "openstack:blockstorage/volume:Volume":
+    case "openstack:compute/instance:Instance":
+    case "openstack:networking/secGroup:SecGroup":
+      return { id: `${type.split(":").pop()!.toLowerCase()}-${name}`, state: inputs };
     default:
       return { id: `${name}-id`, state: inputs };
   }
+}
+
+/** A stable last octet (10-249) for a resource name, for fake addresses. */
+function octet(name: string): number {
+  return 10 + (parseInt(sha256(name).slice(0, 4), 16) % 240);
 }
 
 /** Fake invoke results; unknown tokens throw. */
@@ -306,7 +341,10 @@ function fakeInvoke(
         },
       });
       // Not a real strategic merge: the patches follow the base document so tests can see what went in.
-      const machineConfiguration = [base, ...(inputs.configPatches ?? [])].join("---\n");
+      const padding = behaviour.configPadding ? [`# ${"x".repeat(behaviour.configPadding)}\n`] : [];
+      const machineConfiguration = [base, ...(inputs.configPatches ?? []), ...padding].join(
+        "---\n",
+      );
       return { ...inputs, id: inputs.clusterName, machineConfiguration };
     }
     case "talos:client/getConfiguration:getConfiguration":
@@ -350,6 +388,18 @@ function fakeInvoke(
         },
       };
     }
+    case "oci:Identity/getAvailabilityDomains:getAvailabilityDomains":
+      return {
+        ...inputs,
+        id: inputs.compartmentId,
+        availabilityDomains: [1, 2, 3].map((n) => ({
+          id: `ad-${n}`,
+          name: `Uocm:EU-FRANKFURT-1-AD-${n}`,
+          compartmentId: inputs.compartmentId,
+        })),
+      };
+    case "openstack:images/getImage:getImage":
+      return { ...inputs, id: `glance-${inputs.name}` };
     default:
       throw new Error(
         `the mocks do not know invoke ${token}; add a realistic fake to test/mocks.ts`,

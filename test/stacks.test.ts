@@ -39,7 +39,7 @@ describe("the repository's stack files", () => {
     assert.equal(resolved.endpoint, "https://api.staging.example.net:6443");
   });
 
-  it("prod runs the same components larger, with Proxmox and bare-metal workers", async () => {
+  it("prod runs the same components larger, with workers on Proxmox, bare metal, OCI and OpenStack", async () => {
     const { recorder, resolved } = await runFoundation(readStackFile("prod"), { stack: "prod" });
     assert.deepEqual(Object.keys(resolved.nodes.controlplane).sort(), [
       "prod-cp-1",
@@ -48,6 +48,10 @@ describe("the repository's stack files", () => {
     ]);
     assert.deepEqual(Object.keys(resolved.nodes.worker).sort(), [
       "prod-edge-1",
+      "prod-oci-1",
+      "prod-oci-2",
+      "prod-os-1",
+      "prod-os-2",
       "prod-worker-1",
       "prod-worker-2",
     ]);
@@ -62,7 +66,9 @@ describe("the repository's stack files", () => {
     );
     assert.ok(vms.every((v) => v.inputs.memory.dedicated >= 8192));
     assert.equal(recorder.named("prod-prod-edge-1-config").inputs.node, "2001:db8:100::31");
-    assert.equal(recorder.ofType(APPLY).length, 6);
+    assert.equal(recorder.ofType("oci:Core/instance:Instance").length, 2);
+    assert.equal(recorder.ofType("openstack:compute/instance:Instance").length, 2);
+    assert.equal(recorder.ofType(APPLY).length, 10, "every node takes pushed config changes");
   });
 
   it("holds no credentials in plain text", () => {

@@ -101,10 +101,15 @@ export class Problems {
       if (issue.code === "unrecognized_keys") {
         for (const key of issue.keys) {
           const meant = closestKey(key, knownKeys);
-          const hint = meant
-            ? `Did you mean ${meant}?`
-            : "See the README's configuration reference";
-          this.add([...path, key], "unknown key", { hint });
+          const readme = "See the README's configuration reference";
+          if (meant === key) {
+            // A real key, but of another platform or section.
+            this.add([...path, key], "is not a setting here", { hint: readme });
+          } else {
+            this.add([...path, key], "unknown key", {
+              hint: meant ? `Did you mean ${meant}?` : readme,
+            });
+          }
         }
       } else {
         const value = valueAt(raw, relative);

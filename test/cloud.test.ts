@@ -1,0 +1,553 @@
+import fc from "fast-check";
+import { strict as assert } from "node:assert";
+import { parse, parseAllDocuments } from "yaml";
+import { StackConfigError, validatePlatformConfig } from "../components/config";
+import { spread } from "../components/nodes/placement";
+import { clone, cloudCluster } from "./fixtures";
+import { readStackFile, runFoundation, StackValues } from "./harness";
+import { RecordedResource, Recorder } from "./mocks";
+
+const T = {
+  ociInstance: "oci:Core/instance:Instance",
+  ociImage: "oci:Core/image:Image",
+  shapes: "oci:Core/shapeManagement:ShapeManagement",
+  osInstance: "openstack:compute/instance:Instance",
+  osVolume: "openstack:blockstorage/volume:Volume",
+  osPort: "openstack:networking/port:Port",
+  osImage: "openstack:images/image:Image",
+  osRule: "openstack:networking/secGroupRule:SecGroupRule",
+  apply: "talos:machine/configurationApply:ConfigurationApply",
+  bootstrap: "talos:machine/bootstrap:Bootstrap",
+  urls: "talos:imageFactory/getUrls:getUrls",
+};
+
+/** The YAML documents of a generated (mock) machine config. */
+const documents = (config: string) => parseAllDocuments(config).map((d) => d.toJS());
+const hostnameOf = (config: string) =>
+  documents(config).find((d) => d?.kind === "HostnameConfig")?.hostname;
+const installImageOf = (config: string) =>
+  documents(config).find((d) => d?.machine?.install)?.machine.install.image;
+const byName = (resources: RecordedResource[]) =>
+  [...resources].sort((a, b) => a.name.localeCompare(b.name));
+
+describe("cloud nodes", () => {
+  let recorder: Recorder;
+  let resolved: any;
+  before(async () => ({ recorder, resolved } = await runFoundation(cloudCluster())));
+
+  describe("OCI", () => {
+    it("boots each instance with its own config as base64 metadata.user_data", () => {
+      const instances = byName(recorder.ofType(T.ociInstance));
+      assert.deepEqual(
+        instances.map((i) => i.inputs.displayName),
+        ["oci-1", "oci-2", "oci-3"],
+      );
+      for (const instance of instances) {
+        const config = Buffer.from(instance.inputs.metadata.user_data, "base64").toString("utf8");
+        assert.equal(hostnameOf(config), instance.inputs.displayName);
+        assert.equal(documents(config)[0].machine.type, "worker");
+        assert.match(
+          installImageOf(config),
+          /^factory\.talos\.dev\/oracle-installer\/[0-9a-f]{64}:v1\.13\.9$/,
+        );
+      }
+    });
+
+    it("uses the arm64 image for Ampere shapes", () => {
+      const oracle = recorder.invokesOf(T.urls).filter((u) => u.inputs.platform === "oracle");
+      assert.deepEqual(
+        oracle.map((u) => u.inputs.architecture),
+        ["arm64"],
+      );
+    });
+
+    it("spreads the pool over availability and fault domains by position", () => {
+      const placement = byName(recorder.ofType(T.ociInstance)).map((i) => [
+        i.inputs.availabilityDomain,
+        i.inputs.faultDomain,
+      ]);
+      assert.deepEqual(placement, [
+        ["Uocm:EU-FRANKFURT-1-AD-1", "FAULT-DOMAIN-1"],
+        ["Uocm:EU-FRANKFURT-1-AD-2", "FAULT-DOMAIN-1"],
+        ["Uocm:EU-FRANKFURT-1-AD-1", "FAULT-DOMAIN-2"],
+      ]);
+    });
+
+    it("sizes a Flex instance, its boot volume and its VNIC as declared", () => {
+      const instance = recorder.named("demo-oci-1-instance").inputs;
+      assert.equal(instance.shape, "VM.Standard.A1.Flex");
+      assert.deepEqual(instance.shapeConfig, { ocpus: 2, memoryInGbs: 12 });
+      assert.deepEqual(instance.sourceDetails, {
+        sourceType: "image",
+        sourceId: "ocid1.image.oc1..demo-talos-image-oci",
+        bootVolumeSizeInGbs: "50",
+      });
+      assert.deepEqual(instance.createVnicDetails, {
+        subnetId: "ocid1.subnet.oc1.eu-frankfurt-1.example",
+        assignPublicIp: "false",
+        privateIp: "198.51.100.21",
+        nsgIds: [],
+        hostnameLabel: "oci-1",
+      });
+      assert.deepEqual(instance.launchOptions, { networkType: "PARAVIRTUALIZED" });
+      assert.deepEqual(instance.freeformTags, { "talos-cluster": "demo", "talos-role": "worker" });
+    });
+
+    it("imports the oracle image once and makes it runnable on the nodes' shape", () => {
+      const [image] = recorder.ofType(T.ociImage);
+      assert.deepEqual(image.inputs.imageSourceDetails, {
+        sourceType: "objectStorageUri",
+        sourceUri:
+          "https://objectstorage.eu-frankfurt-1.oraclecloud.com/p/example/n/ns/b/talos/o/oracle-arm64.qcow2",
+        sourceImageType: "QCOW2",
+      });
+      assert.equal(image.inputs.launchMode, "PARAVIRTUALIZED");
+      assert.deepEqual(
+        recorder.ofType(T.shapes).map((s) => s.inputs.shapeName),
+        ["VM.Standard.A1.Flex"],
+      );
+    });
+
+    it("never recreates an instance for new user data or a new image", () => {
+      for (const instance of recorder.ofType(T.ociInstance)) {
+        assert.deepEqual(instance.options.ignoreChanges, ["metadata", "sourceDetails.sourceId"]);
+      }
+    });
+
+    it("keeps user data secret and sets the region on an explicit provider, without credentials", () => {
+      // The engine keeps the whole metadata map secret once a value in it is.
+      for (const instance of recorder.ofType(T.ociInstance)) {
+        assert.ok(instance.secretPaths.some((p) => p === "metadata" || p === "metadata.user_data"));
+      }
+      const provider = recorder.named("demo-oci-provider");
+      assert.deepEqual(provider.inputs, { region: "eu-frankfurt-1" });
+      assert.ok(
+        recorder.ofType(T.ociInstance).every((i) => i.options.provider.startsWith(provider.urn)),
+      );
+    });
+  });
+
+  describe("OpenStack", () => {
+    it("boots each instance from a volume made from the Talos image, with its config as user data on a config drive", () => {
+      const instances = byName(recorder.ofType(T.osInstance));
+      assert.deepEqual(
+        instances.map((i) => i.inputs.name),
+        ["os-1", "os-2"],
+      );
+      for (const instance of instances) {
+        assert.equal(hostnameOf(instance.inputs.userData), instance.inputs.name);
+        assert.match(
+          installImageOf(instance.inputs.userData),
+          /^factory\.talos\.dev\/openstack-installer\//,
+        );
+        assert.equal(instance.inputs.configDrive, true);
+        assert.equal(instance.inputs.stopBeforeDestroy, true);
+        assert.equal(instance.inputs.flavorName, "m1.large");
+        assert.deepEqual(instance.inputs.blockDevices, [
+          {
+            sourceType: "volume",
+            uuid: `volume-demo-${instance.inputs.name}-boot`,
+            destinationType: "volume",
+            bootIndex: 0,
+            deleteOnTermination: false,
+          },
+        ]);
+        assert.deepEqual(instance.inputs.networks, [
+          { port: `port-demo-${instance.inputs.name}-port` },
+        ]);
+        assert.deepEqual(instance.options.ignoreChanges, ["userData"]);
+        assert.ok(instance.secretPaths.includes("userData"));
+      }
+      const boot = recorder.named("demo-os-1-boot");
+      assert.deepEqual(
+        [boot.inputs.size, boot.inputs.imageId, boot.inputs.availabilityZone],
+        [40, "image-demo-talos-image-openstack", "az1"],
+      );
+      assert.deepEqual(boot.options.ignoreChanges, ["imageId"]);
+      assert.equal(recorder.named("demo-os-2-instance").inputs.availabilityZone, "az2");
+    });
+
+    it("uploads talos-<version>-openstack-amd64 from the Image Factory", () => {
+      const [image] = recorder.ofType(T.osImage);
+      assert.equal(image.inputs.name, "talos-v1.13.9-openstack-amd64");
+      assert.match(image.inputs.imageSourceUrl, /\/v1\.13\.9\/openstack-amd64\.raw\.xz$/);
+      assert.deepEqual(
+        [image.inputs.containerFormat, image.inputs.diskFormat, image.inputs.decompress],
+        ["bare", "raw", true],
+      );
+    });
+
+    it("gives each node a port with its fixed IP and a stable MAC the config names the link by", () => {
+      const port = recorder.named("demo-os-1-port").inputs;
+      assert.deepEqual(port.fixedIps, [{ subnetId: "subnet-example", ipAddress: "203.0.113.21" }]);
+      assert.match(port.macAddress, /^02(:[0-9a-f]{2}){5}$/);
+      const alias = documents(recorder.named("demo-os-1-instance").inputs.userData).find(
+        (d) => d?.kind === "LinkAliasConfig",
+      );
+      assert.equal(alias.selector.match, `mac(link.permanent_addr) == "${port.macAddress}"`);
+    });
+
+    it("lets the Talos and Kubernetes APIs in and the nodes talk to each other", () => {
+      const rules = recorder
+        .ofType(T.osRule)
+        .map((r) => [
+          r.inputs.ethertype,
+          r.inputs.protocol ?? "any",
+          r.inputs.portRangeMin ?? "-",
+          r.inputs.remoteIpPrefix ?? "self",
+        ]);
+      assert.deepEqual(
+        rules.sort(),
+        [
+          ["IPv4", "any", "-", "self"],
+          ["IPv4", "tcp", 50000, "0.0.0.0/0"],
+          ["IPv4", "tcp", 6443, "0.0.0.0/0"],
+          ["IPv6", "any", "-", "self"],
+          ["IPv6", "tcp", 50000, "::/0"],
+          ["IPv6", "tcp", 6443, "::/0"],
+        ].sort(),
+      );
+    });
+  });
+
+  describe("delivery and bootstrap across platforms", () => {
+    it("pushes later config changes to every cloud node after its instance exists", () => {
+      for (const node of ["oci-1", "os-2"]) {
+        const apply = recorder.named(`demo-${node}-config`);
+        assert.ok(
+          apply.options.dependencies.some(
+            (urn) =>
+              urn.endsWith(`-instance::demo-${node}-instance`) ||
+              urn.includes(`demo-${node}-instance`),
+          ),
+        );
+        assert.equal(apply.inputs.onDestroy, undefined);
+      }
+      assert.equal(recorder.named("demo-oci-2-config").inputs.node, "198.51.100.22");
+      assert.equal(recorder.named("demo-os-1-config").inputs.node, "203.0.113.21");
+    });
+
+    it("reports every node's address by role, cloud ones included", () => {
+      assert.deepEqual(Object.keys(resolved.nodes.worker).sort(), [
+        "oci-1",
+        "oci-2",
+        "oci-3",
+        "os-1",
+        "os-2",
+      ]);
+    });
+  });
+});
+
+describe("cloud node variations", () => {
+  async function run(change: (v: any) => void, options = {}) {
+    const values: StackValues = clone(cloudCluster());
+    change(values);
+    return runFoundation(values, options);
+  }
+
+  it("looks the availability domains up when the stack lists none, and spreads over all of them", async () => {
+    const { recorder } = await run((v) => delete v.oci.availabilityDomains);
+    const placement = byName(recorder.ofType(T.ociInstance)).map(
+      (i) => i.inputs.availabilityDomain,
+    );
+    assert.deepEqual(placement, [
+      "Uocm:EU-FRANKFURT-1-AD-1",
+      "Uocm:EU-FRANKFURT-1-AD-2",
+      "Uocm:EU-FRANKFURT-1-AD-3",
+    ]);
+    assert.equal(
+      recorder.invokesOf("oci:Identity/getAvailabilityDomains:getAvailabilityDomains").length,
+      1,
+    );
+  });
+
+  it("uses an existing OCI image and Glance image by name without creating any", async () => {
+    const { recorder } = await run((v) => {
+      v.oci.image = { id: "ocid1.image.oc1..talos" };
+      v.openstack.image = { name: "talos-v1.13.9-openstack-amd64" };
+    });
+    assert.equal(
+      recorder.ofType(T.ociImage).length +
+        recorder.ofType(T.osImage).length +
+        recorder.ofType(T.shapes).length,
+      0,
+    );
+    assert.equal(
+      recorder.named("demo-oci-1-instance").inputs.sourceDetails.sourceId,
+      "ocid1.image.oc1..talos",
+    );
+    assert.equal(
+      recorder.named("demo-os-1-boot").inputs.imageId,
+      "glance-talos-v1.13.9-openstack-amd64",
+    );
+  });
+
+  it("reaches an OCI node with a public IP there, and an OpenStack node without a fixed IP at its port's address", async () => {
+    const { recorder } = await run((v) => {
+      v.nodes[3].oci = { assignPublicIp: true };
+      delete v.nodes[6].openstack.fixedIp;
+    });
+    assert.equal(
+      recorder.named("demo-oci-1-instance").inputs.createVnicDetails.assignPublicIp,
+      "true",
+    );
+    assert.match(recorder.named("demo-oci-1-config").inputs.node, /^203\.0\.113\.\d+$/);
+    assert.match(recorder.named("demo-os-1-config").inputs.node, /^192\.0\.2\.\d+$/);
+  });
+
+  it("pushes nothing to a cloud node marked unreachable", async () => {
+    const { recorder } = await run((v) => (v.nodes[3].pushConfig = false));
+    assert.equal(
+      recorder.resources.some((r) => r.name === "demo-oci-1-config"),
+      false,
+    );
+    assert.ok(recorder.named("demo-oci-2-config"));
+  });
+
+  it("bootstraps an OpenStack first control plane once its instance exists and its config is pushed", async () => {
+    const { recorder } = await run((v) => {
+      v.nodes = v.nodes.filter((n: any) => n.platform === "openstack");
+      v.nodes[0].role = "controlplane";
+      v.nodes.push(
+        { name: "os-3", role: "controlplane", platform: "openstack" },
+        { name: "os-4", role: "controlplane", platform: "openstack" },
+      );
+      delete v.proxmox;
+      delete v.oci;
+    });
+    const bootstrap = recorder.ofType(T.bootstrap)[0];
+    assert.equal(bootstrap.inputs.node, "203.0.113.21");
+    assert.ok(bootstrap.options.dependencies.includes(recorder.named("demo-os-1-config").urn));
+    assert.ok(
+      recorder
+        .named("demo-os-1-config")
+        .options.dependencies.includes(recorder.named("demo-os-1-instance").urn),
+    );
+    assert.equal(recorder.named("demo-os-1-instance").options.protect, true);
+  });
+
+  it("bootstraps an OCI first control plane that takes no pushes once its instance exists", async () => {
+    const { recorder } = await run((v) => {
+      v.nodes = [
+        {
+          name: "oci-cp",
+          role: "controlplane",
+          platform: "oci",
+          pushConfig: false,
+          oci: { privateIp: "198.51.100.30" },
+        },
+      ];
+      delete v.cluster.vip;
+      delete v.proxmox;
+      delete v.openstack;
+    });
+    const bootstrap = recorder.ofType(T.bootstrap)[0];
+    assert.equal(bootstrap.inputs.node, "198.51.100.30");
+    assert.ok(bootstrap.options.dependencies.includes(recorder.named("demo-oci-cp-instance").urn));
+  });
+
+  it("floats the VIP between OpenStack control planes through a VIP port and allowed address pairs", async () => {
+    const { recorder } = await run((v) => {
+      v.nodes[6].role = "controlplane";
+      v.nodes[7].role = "controlplane";
+      v.nodes.splice(1, 2);
+    });
+    const vipPort = recorder.named("demo-vip").inputs;
+    assert.deepEqual(vipPort.fixedIps, [{ subnetId: "subnet-example", ipAddress: "192.0.2.10" }]);
+    assert.deepEqual(recorder.named("demo-os-1-port").inputs.allowedAddressPairs, [
+      { ipAddress: "192.0.2.10" },
+    ]);
+    const vip = documents(recorder.named("demo-os-1-instance").inputs.userData).find(
+      (d) => d?.kind === "Layer2VIPConfig",
+    );
+    assert.deepEqual(vip, {
+      apiVersion: "v1alpha1",
+      kind: "Layer2VIPConfig",
+      name: "192.0.2.10",
+      link: "net0",
+    });
+  });
+
+  it("delivers a later config change through the Talos API, the instances' inputs changing only where ignored", async () => {
+    const before = (await run(() => undefined)).recorder;
+    const after = (
+      await run(
+        (v) =>
+          (v.cluster.patches = { worker: [{ machine: { sysctls: { "vm.swappiness": "1" } } }] }),
+      )
+    ).recorder;
+    const withoutUserData = (r: Recorder) =>
+      r.ofType(T.ociInstance).map((i) => ({ ...i.inputs, metadata: "-" }));
+    assert.deepEqual(withoutUserData(after), withoutUserData(before));
+    assert.notEqual(
+      after.named("demo-oci-1-config").inputs.machineConfigurationInput,
+      before.named("demo-oci-1-config").inputs.machineConfigurationInput,
+    );
+  });
+
+  it("creates no machine when a generated config is over its platform's user-data limit", async () => {
+    const recorder = new Recorder();
+    recorder.behaviour.configPadding = 30_000;
+    const { rejections, runtimeErrors } = await runFoundation(cloudCluster(), {
+      recorder,
+      expectErrors: true,
+    });
+    assert.ok(runtimeErrors > 0);
+    assert.equal(recorder.ofType(T.ociInstance).length, 0);
+    assert.equal(recorder.ofType(T.osInstance).length, 0);
+    const message = rejections.map(String).join("\n");
+    assert.match(
+      message,
+      /nodes\[3\]: the machine config of oci-1 is [\d,]+ bytes as user data, over OCI's limit of 32,000 bytes/,
+    );
+    assert.doesNotMatch(message, /os-1 is/, "OpenStack's limit is larger; its nodes fit");
+  });
+});
+
+describe("cloud config validation", () => {
+  const problemsOf = (change: (v: any) => void): readonly string[] => {
+    const values: any = clone(cloudCluster());
+    change(values);
+    try {
+      validatePlatformConfig(values, "Pulumi.test.yaml");
+      return [];
+    } catch (error) {
+      if (error instanceof StackConfigError) return error.problems;
+      throw error;
+    }
+  };
+
+  it("rejects a node whose patches alone would overflow its platform's user data, before anything exists", async () => {
+    const big = {
+      machine: { files: [{ path: "/var/big", op: "create", content: "x".repeat(20_000) }] },
+    };
+    const change = (v: any) => (v.nodes[3].patches = [big]);
+    assert.deepEqual(problemsOf(change), [
+      "nodes[3]: the machine config of oci-1 is about 35,472 bytes as user data, over OCI's limit of 32,000 bytes (instance metadata, counted after base64). Shrink its patches (cluster.patches, nodes[].patches)",
+    ]);
+    const values: any = clone(cloudCluster());
+    change(values);
+    const recorder = new Recorder();
+    await assert.rejects(runFoundation(values, { recorder }), StackConfigError);
+    assert.equal(recorder.resources.length, 0);
+  });
+
+  it("accepts the same patch on OpenStack, whose limit is larger", () => {
+    const big = {
+      machine: { files: [{ path: "/var/big", op: "create", content: "x".repeat(20_000) }] },
+    };
+    assert.deepEqual(
+      problemsOf((v) => (v.nodes[6].patches = [big])),
+      [],
+    );
+  });
+
+  const cases: [string, (v: any) => void, string[]][] = [
+    [
+      "OCI nodes without OCI settings",
+      (v) => delete v.oci,
+      [
+        "oci: required because nodes[3] runs on OCI. Add oci.region, oci.compartmentId, oci.subnetId and oci.image",
+      ],
+    ],
+    [
+      "OpenStack nodes without OpenStack settings",
+      (v) => delete v.openstack,
+      [
+        "openstack: required because nodes[6] runs on OpenStack. Add openstack.networkId and openstack.flavor",
+      ],
+    ],
+    [
+      "a VIP with an OCI control plane",
+      (v) => (v.nodes[3].role = "controlplane") && v.nodes.splice(2, 1),
+      [
+        "cluster.vip: cannot float between OCI instances such as nodes[2]. OCI networks do not carry layer-2 VIPs: use cluster.endpoint with a DNS name or a network load balancer",
+      ],
+    ],
+    [
+      "a VIP with an OpenStack control plane but no subnet for its port",
+      (v) => {
+        v.nodes[6].role = "controlplane";
+        v.nodes.splice(2, 1);
+        delete v.openstack.subnetId;
+        delete v.nodes[5].openstack.fixedIp;
+        delete v.nodes[6].openstack.fixedIp;
+      },
+      [
+        "openstack.subnetId: required for the VIP port, because control plane nodes[5] runs on OpenStack and cluster.vip is set",
+      ],
+    ],
+    [
+      "two cloud nodes sharing a private IP",
+      (v) => (v.nodes[4].oci.privateIp = "198.51.100.21"),
+      [
+        "nodes[4].oci.privateIp: address 198.51.100.21 is already used by nodes[3].oci.privateIp. Each address belongs to one node",
+      ],
+    ],
+    [
+      "an OCI boot volume under 50 GB",
+      (v) => (v.nodes[3].oci.bootVolumeGbs = 20),
+      ["nodes[3].oci.bootVolumeGbs: OCI boot volumes start at 50 GB; got 20"],
+    ],
+    [
+      "an image given both ways",
+      (v) => (v.oci.image = { id: "ocid1.image.oc1..x", objectStorageUri: "https://x" }),
+      [
+        'oci.image: give either image.id (an image OCID) or image.objectStorageUri (a .qcow2 to import); got {"id":"ocid1.image.oc1..x","objectStorageUri":"https://x"}',
+      ],
+    ],
+    [
+      "a static network on a cloud node",
+      (v) => (v.nodes[3].network = { addresses: ["198.51.100.21/24"] }),
+      ["nodes[3].network: is not a setting here. See the README's configuration reference"],
+    ],
+  ];
+  for (const [label, change, expected] of cases) {
+    it(`rejects ${label}`, () => assert.deepEqual(problemsOf(change), expected));
+  }
+});
+
+describe("placement spread", () => {
+  it("balances any pool over the domains and, within a domain, over the fault domains", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 200 }),
+        fc.integer({ min: 1, max: 3 }),
+        (size, domains) => {
+          const placed = Array.from({ length: size }, (_, i) => spread(i, domains));
+          const perDomain = new Map<number, number>();
+          for (const p of placed)
+            perDomain.set(p.domainIndex, (perDomain.get(p.domainIndex) ?? 0) + 1);
+          const counts = [...perDomain.values()];
+          assert.ok(Math.max(...counts) - Math.min(...counts) <= 1 || perDomain.size < domains);
+          for (let d = 0; d < domains; d++) {
+            const faults = placed.filter((p) => p.domainIndex === d).map((p) => p.faultDomain);
+            const perFault = ["FAULT-DOMAIN-1", "FAULT-DOMAIN-2", "FAULT-DOMAIN-3"].map(
+              (f) => faults.filter((x) => x === f).length,
+            );
+            assert.ok(
+              Math.max(...perFault) - Math.min(...perFault) <= 1,
+              `${size}/${domains}: ${perFault}`,
+            );
+          }
+        },
+      ),
+    );
+  });
+});
+
+describe("prod with all four platforms", () => {
+  it("loads and runs with Proxmox, bare-metal, OCI and OpenStack nodes", async () => {
+    const values = readStackFile("prod");
+    const platforms = new Set((values.nodes as any[]).map((n) => n.platform));
+    assert.deepEqual([...platforms].sort(), ["baremetal", "oci", "openstack", "proxmox"]);
+    const { recorder } = await runFoundation(values, { stack: "prod" });
+    assert.ok(recorder.ofType(T.ociInstance).length >= 2);
+    assert.ok(recorder.ofType(T.osInstance).length >= 2);
+    assert.equal(
+      parse(recorder.ofType(T.osInstance)[0].inputs.userData.split("---\n")[0]).machine.type,
+      "worker",
+    );
+  });
+});
