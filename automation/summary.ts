@@ -1,7 +1,7 @@
 // The Markdown preview summary for pull requests: per layer and environment, the counts of creates,
 // updates, replaces and deletes and a table of the changed resources, with replacements and
 // deletions of critical resources called out in bold at the top. Several previews merge into one
-// file (staging, then prod: one PR comment); the sections travel in a hidden data block so a rerun
+// file (staging, then prod: one PR comment); the sections travel as JSON in a hidden HTML comment so a rerun
 // replaces its own section instead of duplicating it.
 import type { EngineEvent, StepEventMetadata } from "@pulumi/pulumi/automation";
 import * as fs from "node:fs";
@@ -55,6 +55,17 @@ export interface PreviewSection {
 
 const KIND_PRIORITY: Record<CountedKind, number> = { replace: 4, delete: 3, create: 2, update: 1 };
 
+/** Rows of a section's table; more are counted, not listed. */
+const MAX_ROWS = 100;
+
+interface CriticalEntry {
+  readonly kind: "replace" | "delete";
+  readonly type: string;
+  readonly name: string;
+  readonly reasons: Set<string>;
+  refused: boolean;
+}
+
 /** Builds a section from the events of one preview. */
 export function previewSection(input: {
   readonly layer: string;
@@ -65,7 +76,17 @@ export function previewSection(input: {
   readonly errors?: readonly string[];
 }): PreviewSection {
   const byUrn = new Map<string, ResourceChange>();
-  const critical = new Map<string, CriticalChange>();
+  const critical = new Map<string, CriticalEntry>();
+  const criticalEntry = (kind: "replace" | "delete", urn: string): CriticalEntry => {
+    const key = `${kind} ${urn}`;
+    let entry = critical.get(key);
+    if (!entry) {
+      const { type, name } = parseUrn(urn);
+      entry = { kind, type, name, reasons: new Set(), refused: false };
+      critical.set(key, entry);
+    }
+    return entry;
+  };
   for (const event of input.events) {
     const metadata = event.resourcePreEvent?.metadata;
     if (metadata) {
@@ -82,28 +103,16 @@ export function previewSection(input: {
         });
       }
       if ((change.kind === "replace" || change.kind === "delete") && change.critical) {
-        critical.set(`${change.kind} ${metadata.urn}`, {
-          kind: change.kind,
-          type: change.type,
-          name: change.name,
-          reason: change.critical,
-        });
+        criticalEntry(change.kind, metadata.urn).reasons.add(change.critical);
       }
     }
-    const refused = event.diagnosticEvent && protectionRefusal(event.diagnosticEvent.message);
-    if (refused && event.diagnosticEvent?.urn) {
-      const { type, name } = parseUrn(event.diagnosticEvent.urn);
-      const key = `${refused} ${event.diagnosticEvent.urn}`;
-      const known = critical.get(key);
-      critical.set(key, {
-        kind: refused,
-        type,
-        name,
-        reason: `${known ? `${known.reason}; ` : "protected; "}the engine refuses to ${refused} it, so the preview fails`,
-      });
-    }
+    const diagnostic = event.diagnosticEvent;
+    const refused = diagnostic && protectionRefusal(diagnostic.message);
+    if (refused && diagnostic?.urn) criticalEntry(refused, diagnostic.urn).refused = true;
   }
-  const changes = [...byUrn.values()].filter((c) => !c.type.startsWith("pulumi:pulumi:"));
+  const changes = [...byUrn.values()]
+    .filter((c) => !c.type.startsWith("pulumi:pulumi:"))
+    .sort((a, b) => KIND_PRIORITY[b.kind] - KIND_PRIORITY[a.kind] || a.name.localeCompare(b.name));
   const counts = { create: 0, update: 0, replace: 0, delete: 0 };
   for (const change of changes) counts[change.kind]++;
   return {
@@ -111,8 +120,18 @@ export function previewSection(input: {
     env: input.env,
     status: input.ok ? "ok" : "failed",
     counts,
-    changes,
-    critical: [...critical.values()],
+    // The table shows at most MAX_ROWS; the counts keep the totals.
+    changes: changes.slice(0, MAX_ROWS),
+    critical: [...critical.values()].map(({ kind, type, name, reasons, refused }) => ({
+      kind,
+      type,
+      name,
+      reason: [
+        ...(refused && reasons.size === 0 ? ["protected"] : []),
+        ...reasons,
+        ...(refused ? [`the engine refuses to ${kind} it, so the preview fails`] : []),
+      ].join("; "),
+    })),
     messages: input.ok ? [] : [...(input.errors ?? [])],
   };
 }
@@ -186,8 +205,16 @@ export function readSections(markdown: string): PreviewSection[] {
   if (start < 0) return [];
   const end = markdown.indexOf(DATA_SUFFIX, start + DATA_PREFIX.length);
   const encoded = markdown.slice(start + DATA_PREFIX.length, end < 0 ? undefined : end).trim();
-  const parsed = JSON.parse(Buffer.from(encoded, "base64").toString("utf8")) as unknown;
+  const parsed = JSON.parse(encoded) as unknown;
   return Array.isArray(parsed) ? (parsed as PreviewSection[]) : [];
+}
+
+/**
+ * The sections as JSON inside an HTML comment: `>` is escaped (JSON has it only inside strings),
+ * so no resource name can end the comment.
+ */
+function encodeData(sections: readonly PreviewSection[]): string {
+  return JSON.stringify(sections).replace(/>/g, "\\u003e");
 }
 
 /** Merges one section into the summary file (created if missing) and rewrites it. */
@@ -204,7 +231,16 @@ export function writeSummarySection(file: string, section: PreviewSection): Prev
           fix: "Name a new file, or delete this one",
         });
       }
-      existing = readSections(text);
+      try {
+        existing = readSections(text);
+      } catch (error) {
+        throw new UserError({
+          what: "--summary",
+          problem: "the summary's data block cannot be read, so the file is left alone",
+          got: JSON.stringify((error as Error).message),
+          fix: "Delete the file and run the previews again",
+        });
+      }
     }
   }
   const sections = mergeSections(existing, section);
@@ -214,7 +250,6 @@ export function writeSummarySection(file: string, section: PreviewSection): Prev
 
 /** Longest body GitHub accepts for a comment is 65536 characters; stay clear of it. */
 const MAX_MARKDOWN = 60_000;
-const MAX_ROWS = 100;
 
 /** The Markdown of a summary. */
 export function renderSummary(sections: readonly PreviewSection[]): string {
@@ -257,29 +292,28 @@ function render(sections: readonly PreviewSection[], withTables: boolean): strin
         "",
       );
     }
-    if (s.changes.length === 0) {
+    if (COUNTED_KINDS.every((kind) => s.counts[kind] === 0)) {
       if (s.status === "ok") out.push("No changes.");
       continue;
     }
+    const total = COUNTED_KINDS.reduce((sum, kind) => sum + s.counts[kind], 0);
     if (!withTables) {
-      out.push(`${s.changes.length} changed resources (table left out to fit a comment).`);
+      out.push(`${total} changed resources (table left out to fit a comment).`);
       continue;
     }
     out.push("| change | resource | type | properties |", "| --- | --- | --- | --- |");
-    const rows = [...s.changes].sort(
-      (a, b) => KIND_PRIORITY[b.kind] - KIND_PRIORITY[a.kind] || a.name.localeCompare(b.name),
-    );
-    for (const c of rows.slice(0, MAX_ROWS)) {
+    for (const c of s.changes) {
       const kind =
-        c.critical && c.kind !== "create" && c.kind !== "update" ? `**${c.kind}**` : c.kind;
+        c.critical && (c.kind === "replace" || c.kind === "delete") ? `**${c.kind}**` : c.kind;
       out.push(
         `| ${kind} | ${code(c.name)} | ${code(c.type)} | ${c.properties.map(code).join(", ")} |`,
       );
     }
-    if (rows.length > MAX_ROWS) out.push("", `… and ${rows.length - MAX_ROWS} more.`);
+    if (total > s.changes.length) out.push("", `… and ${total - s.changes.length} more.`);
   }
-  const data = Buffer.from(JSON.stringify(sections), "utf8").toString("base64");
-  out.push("", `${DATA_PREFIX}${data}${DATA_SUFFIX}`, "");
+  // Without its tables the summary does not need the rows either; the counts remain.
+  const stored = withTables ? sections : sections.map((s) => ({ ...s, changes: [] }));
+  out.push("", `${DATA_PREFIX}${encodeData(stored)}${DATA_SUFFIX}`, "");
   return out.join("\n");
 }
 

@@ -42,7 +42,6 @@ export class MemorySink implements TextSink {
 
 /** Removes ANSI escapes. */
 export function stripAnsi(text: string): string {
-  // eslint-disable-next-line no-control-regex
   return text.replace(/\u001b\[[0-9;]*[A-Za-z]/g, "");
 }
 
