@@ -1,6 +1,13 @@
-// The foundation layer's program: read and validate the stack, build the cluster, return the outputs.
+// The foundation layer's program: read and validate the stack, build the cluster and the services
+// around it (OpenBao's unseal key, DNS, the Flux handoff), return the outputs. Nothing here talks to
+// anything running in the cluster, so it previews and applies while the cluster is down.
+import * as gcp from "@pulumi/gcp";
 import * as pulumi from "@pulumi/pulumi";
 import { loadPlatformConfig } from "./config/load";
+import type { NodeSpec, PlatformSpec } from "./config/types";
+import { fluxHandoffPatch } from "./flux/handoff";
+import { ClusterDns, endpointRecords } from "./gcp/clusterDns";
+import { OpenbaoUnsealKey, SealStanza } from "./gcp/openbaoUnseal";
 import { AddressesByName, TalosCluster } from "./talos/cluster";
 
 /** The foundation stack's outputs. */
@@ -18,11 +25,40 @@ export interface FoundationOutputs {
   readonly kubeconfig: pulumi.Output<string>;
   /** talosconfig (secret). */
   readonly talosconfig: pulumi.Output<string>;
+  /** OpenBao's gcpckms seal values and key (secret), when the stack has an unseal key. */
+  readonly openbao?: {
+    readonly seal: pulumi.Output<SealStanza>;
+    readonly credentials: pulumi.Output<string>;
+  };
+  /** DNS names created for the cluster. */
+  readonly dnsNames?: pulumi.Output<string[]>;
+  /** Where Flux was pointed at bootstrap. */
+  readonly flux?: { readonly repository: string; readonly branch: string; readonly path: string };
+}
+
+/** Static addresses the API endpoint's DNS name points to: the VIP, else the control planes. */
+function endpointAddresses(
+  spec: PlatformSpec,
+  controlPlanes: pulumi.Output<AddressesByName>,
+): pulumi.Input<string>[] {
+  if (spec.cluster.vip) return [spec.cluster.vip];
+  const cps = spec.nodes.filter((n) => n.role === "controlplane");
+  return cps.map(
+    (node: NodeSpec) => staticAddress(node) ?? controlPlanes.apply((byName) => byName[node.name]),
+  );
+}
+
+function staticAddress(node: NodeSpec): string | undefined {
+  return node.platform === "proxmox" || node.platform === "baremetal"
+    ? node.talosAddress
+    : node.declaredAddress;
 }
 
 /** Runs the foundation program for the current stack. Throws before creating anything if the stack file is invalid. */
 export function foundation(): FoundationOutputs {
   const { spec, secrets } = loadPlatformConfig();
+  const { services } = spec;
+  const flux = services.flux;
   const cluster = new TalosCluster(spec.cluster.name, {
     cluster: spec.cluster,
     nodes: spec.nodes,
@@ -31,7 +67,30 @@ export function foundation(): FoundationOutputs {
       oci: spec.oci,
       openstack: spec.openstack,
     },
+    controlPlaneDocuments: flux
+      ? pulumi.output(secrets.fluxDeployKey).apply((key) => [fluxHandoffPatch(flux, key)])
+      : [],
   });
+
+  const provider =
+    services.gcp && new gcp.Provider(`${spec.cluster.name}-gcp`, { ...services.gcp });
+  const unseal =
+    services.openbao &&
+    new OpenbaoUnsealKey(`${spec.cluster.name}-openbao-unseal`, {
+      gcp: services.gcp!,
+      settings: services.openbao,
+      clusterName: spec.cluster.name,
+      provider: provider!,
+    });
+  const dns =
+    services.dns &&
+    new ClusterDns(`${spec.cluster.name}-dns`, {
+      settings: services.dns,
+      project: services.gcp!.project,
+      endpointRecords: endpointRecords(endpointAddresses(spec, cluster.controlPlanes)),
+      provider: provider!,
+    });
+
   return {
     clusterName: spec.cluster.name,
     endpoint: cluster.endpoint,
@@ -43,5 +102,10 @@ export function foundation(): FoundationOutputs {
     configHashes: cluster.configHashes,
     kubeconfig: cluster.kubeconfig,
     talosconfig: cluster.talosconfig,
+    ...(unseal ? { openbao: { seal: unseal.seal, credentials: unseal.credentials } } : {}),
+    ...(dns ? { dnsNames: dns.names } : {}),
+    ...(flux
+      ? { flux: { repository: flux.repository, branch: flux.branch, path: flux.path } }
+      : {}),
   };
 }

@@ -8,6 +8,18 @@ import { validatePlatformConfig } from "./validate";
 export interface PlatformSecrets {
   /** `user@realm!tokenid=uuid`; when absent the Proxmox provider reads PROXMOX_VE_API_TOKEN. */
   readonly proxmoxApiToken?: pulumi.Output<string>;
+  /** The private key Flux reads an ssh:// repository with. */
+  readonly fluxDeployKey?: pulumi.Output<string>;
+}
+
+/** The secret keys this program reads. */
+const SECRET_KEYS = ["proxmoxApiToken", "fluxDeployKey"] as const;
+
+/** Which of the program's secret keys the stack sets, without reading (or logging) their values. */
+function presentSecretKeys(): Set<string> {
+  const all = pulumi.runtime.allConfig();
+  const project = pulumi.getProject();
+  return new Set(SECRET_KEYS.filter((key) => `${project}:${key}` in all));
 }
 
 /** The validated stack configuration and its secrets. */
@@ -27,8 +39,19 @@ export function loadPlatformConfig(): LoadedConfig {
       proxmox: config.getObject<unknown>("proxmox"),
       oci: config.getObject<unknown>("oci"),
       openstack: config.getObject<unknown>("openstack"),
+      gcp: config.getObject<unknown>("gcp"),
+      openbao: config.getObject<unknown>("openbao"),
+      dns: config.getObject<unknown>("dns"),
+      flux: config.getObject<unknown>("flux"),
+      secretKeys: presentSecretKeys(),
     },
     stackFile,
   );
-  return { spec, secrets: { proxmoxApiToken: config.getSecret("proxmoxApiToken") } };
+  return {
+    spec,
+    secrets: {
+      proxmoxApiToken: config.getSecret("proxmoxApiToken"),
+      fluxDeployKey: config.getSecret("fluxDeployKey"),
+    },
+  };
 }

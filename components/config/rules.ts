@@ -1,7 +1,7 @@
 // Cross-field rules over the parsed stack config. Each rule records problems; none throws, so one run
 // reports everything that is wrong.
 import { parseAllDocuments } from "yaml";
-import { canonicalIp, inSubnet, parseCidr } from "../net";
+import { canonicalIp, inSubnet, ipFamily, parseCidr } from "../net";
 import {
   compareMinor,
   minorOf,
@@ -11,7 +11,16 @@ import {
   TALOS_RELEASES,
 } from "../talos/versions";
 import { KeyPath, Problems } from "./problems";
-import type { RawCluster, RawNode, RawOci, RawOpenstack, RawPatch, RawProxmox } from "./schema";
+import type {
+  RawCluster,
+  RawDns,
+  RawFlux,
+  RawNode,
+  RawOci,
+  RawOpenstack,
+  RawPatch,
+  RawProxmox,
+} from "./schema";
 
 /** A node that passed the schema, with its index in the stack file's list. */
 export interface IndexedNode {
@@ -27,6 +36,12 @@ export interface RuleInput {
   readonly openstack?: RawOpenstack;
   /** Platform settings keys present in the stack file (parsed or not). */
   readonly platformsGiven: ReadonlySet<string>;
+  readonly dns?: RawDns;
+  readonly flux?: RawFlux;
+  /** Service keys present in the stack file (parsed or not): gcp, openbao, dns, flux. */
+  readonly servicesGiven: ReadonlySet<string>;
+  /** Secret config keys set on the stack (values never read here). */
+  readonly secretKeys: ReadonlySet<string>;
   readonly nodes: readonly IndexedNode[];
   readonly rawNodes: readonly unknown[];
 }
@@ -405,6 +420,67 @@ const vip: Rule = ({ cluster, nodes, openstack }, problems) => {
   }
 };
 
+/** `example.net.` for `example.net` or `example.net.` */
+export function fqdn(name: string): string {
+  return name.endsWith(".") ? name : `${name}.`;
+}
+
+const inZone = (name: string, domain: string) => {
+  const [n, d] = [fqdn(name).toLowerCase(), fqdn(domain).toLowerCase()];
+  return n === d || n.endsWith(`.${d}`);
+};
+
+const services: Rule = ({ servicesGiven, cluster, dns, flux, secretKeys }, problems) => {
+  for (const key of ["openbao", "dns"]) {
+    if (servicesGiven.has(key) && !servicesGiven.has("gcp")) {
+      problems.add([key], "needs talos-platform:gcp", { hint: "Add gcp.project and gcp.region" });
+    }
+  }
+  if (
+    dns &&
+    cluster?.endpoint &&
+    !/^[\d.:]+$/.test(cluster.endpoint) &&
+    !inZone(cluster.endpoint, dns.domain)
+  ) {
+    problems.add(
+      ["cluster", "endpoint"],
+      `is not in dns.domain ${fqdn(dns.domain)}, so its record cannot be created there`,
+      {
+        got: cluster.endpoint,
+        hint: "Use a name in the zone, or leave talos-platform:dns out and manage the record elsewhere",
+      },
+    );
+  }
+  dns?.records?.forEach((record, i) => {
+    if (!inZone(record.name, dns.domain)) {
+      problems.add(["dns", "records", i, "name"], `is not in dns.domain ${fqdn(dns.domain)}`, {
+        got: record.name,
+      });
+    }
+    const family =
+      record.type === "AAAA" ? 6 : record.type === "A" || record.type === undefined ? 4 : undefined;
+    record.values.forEach((value, j) => {
+      if (family !== undefined && ipFamily(value) !== family) {
+        problems.add(["dns", "records", i, "values", j], `is not an IPv${family} address`, {
+          got: value,
+        });
+      }
+    });
+  });
+  if (flux && flux.repository.startsWith("ssh://")) {
+    if (!flux.knownHosts) {
+      problems.add(["flux", "knownHosts"], "required for an ssh:// repository", {
+        hint: "Give the Git server's known_hosts line, e.g. from `ssh-keyscan github.com`",
+      });
+    }
+    if (!secretKeys.has("fluxDeployKey")) {
+      problems.add(["fluxDeployKey"], "required for an ssh:// repository, as a secret", {
+        hint: 'Run `pulumi config set --secret fluxDeployKey -- "$(cat deploy_key)"`, or let the CLI resolve it (README: Credentials)',
+      });
+    }
+  }
+};
+
 /** Every cross-field rule, in the order their problems are listed. */
 export const RULES: readonly Rule[] = [
   versions,
@@ -417,5 +493,6 @@ export const RULES: readonly Rule[] = [
   nodeNetworks,
   controlPlaneMemory,
   vip,
+  services,
   patches,
 ];

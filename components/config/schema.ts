@@ -357,6 +357,81 @@ export const openstackSchema = z.strictObject({
   apiAllowedCidrs: z.array(cidr).optional(),
 });
 
+/** The `talos-platform:gcp` key: the GCP project of the unseal key and DNS. Credentials from the environment. */
+export const gcpSchema = z.strictObject({
+  project: z
+    .string()
+    .regex(/^[a-z][a-z0-9-]{4,28}[a-z0-9]$/, { error: "expected a GCP project ID" }),
+  region: z.string().min(1),
+});
+
+/** The `talos-platform:openbao` key: the KMS key OpenBao's gcpckms seal auto-unseals with. */
+export const openbaoSchema = z.strictObject({
+  /** @default "<cluster>-openbao" */
+  keyRing: z
+    .string()
+    .regex(/^[a-zA-Z0-9_-]{1,63}$/, {
+      error: "expected a key ring name (letters, digits, - and _)",
+    })
+    .optional(),
+  /** @default "unseal" */
+  cryptoKey: z
+    .string()
+    .regex(/^[a-zA-Z0-9_-]{1,63}$/, { error: "expected a key name (letters, digits, - and _)" })
+    .optional(),
+  /** @default gcp.region */
+  location: z.string().min(1).optional(),
+  /** @default "7776000s" (90 days) */
+  rotationPeriod: z
+    .string()
+    .regex(/^\d+s$/, { error: "expected seconds such as 7776000s" })
+    .optional(),
+});
+
+/** The `talos-platform:dns` key: records in an existing Cloud DNS managed zone. */
+export const dnsSchema = z.strictObject({
+  /** The managed zone's resource name, e.g. example-net. */
+  zone: z
+    .string()
+    .regex(/^[a-z][a-z0-9-]{0,62}$/, { error: "expected a managed zone name such as example-net" }),
+  /** The zone's DNS name, e.g. example.net (a trailing dot is optional). */
+  domain: z.string().refine((v) => isDnsName(v.replace(/\.$/, "")), {
+    error: "expected a DNS domain such as example.net",
+  }),
+  /** @default 300 */
+  ttl: z.int().min(30).max(86_400).optional(),
+  /** More names, e.g. an ingress wildcard. The API endpoint's record is created by itself. */
+  records: z
+    .array(
+      z.strictObject({
+        name: z.string().refine((v) => isDnsName(v.replace(/^\*\./, "").replace(/\.$/, "")), {
+          error: "expected a DNS name",
+        }),
+        type: z.enum(["A", "AAAA", "CNAME", "TXT"]).optional(),
+        values: z.array(z.string().min(1)).min(1),
+      }),
+    )
+    .optional(),
+});
+
+/** The `talos-platform:flux` key: the Git repository Flux takes over from once the cluster is up. */
+export const fluxSchema = z.strictObject({
+  /** Flux release whose install manifests Talos applies at bootstrap, e.g. v2.7.3. */
+  version: z
+    .string()
+    .regex(/^v\d+\.\d+\.\d+$/, { error: "expected a Flux release such as v2.7.3" }),
+  /** `ssh://git@github.com/org/repo.git` (deploy key) or `https://…` (public). */
+  repository: z
+    .string()
+    .regex(/^(ssh|https):\/\/\S+$/, { error: "expected an ssh:// or https:// Git URL" }),
+  /** @default "main" */
+  branch: z.string().min(1).optional(),
+  /** The folder Flux reconciles, e.g. clusters/staging. */
+  path: z.string().min(1),
+  /** SSH known_hosts line(s) of the Git server; required for ssh:// repositories. */
+  knownHosts: z.string().min(1).optional(),
+});
+
 /** A node as written in the stack file. */
 export type RawNode = z.infer<typeof nodeSchema>;
 /** A Proxmox node as written in the stack file. */
@@ -371,6 +446,14 @@ export type RawOpenstackNode = z.infer<typeof openstackNode>;
 export type RawOci = z.infer<typeof ociSchema>;
 /** The OpenStack settings as written in the stack file. */
 export type RawOpenstack = z.infer<typeof openstackSchema>;
+/** The GCP settings as written in the stack file. */
+export type RawGcp = z.infer<typeof gcpSchema>;
+/** The OpenBao unseal-key settings as written in the stack file. */
+export type RawOpenbao = z.infer<typeof openbaoSchema>;
+/** The DNS settings as written in the stack file. */
+export type RawDns = z.infer<typeof dnsSchema>;
+/** The Flux handoff settings as written in the stack file. */
+export type RawFlux = z.infer<typeof fluxSchema>;
 /** The cluster settings as written in the stack file. */
 export type RawCluster = z.infer<typeof clusterSchema>;
 /** The Proxmox settings as written in the stack file. */

@@ -200,8 +200,60 @@ export interface OpenstackSpec {
   readonly apiAllowedCidrs: readonly string[];
 }
 
+/** The GCP project the foundation's cloud services live in. */
+export interface GcpSpec {
+  readonly project: string;
+  readonly region: string;
+}
+
+/** The KMS key OpenBao auto-unseals with. */
+export interface OpenbaoSpec {
+  readonly keyRing: string;
+  readonly cryptoKey: string;
+  readonly location: string;
+  readonly rotationPeriod: string;
+}
+
+/** One DNS record, its name fully qualified with a trailing dot. */
+export interface DnsRecordSpec {
+  readonly name: string;
+  readonly type: "A" | "AAAA" | "CNAME" | "TXT";
+  readonly values: readonly string[];
+}
+
+/** Records in an existing Cloud DNS zone. */
+export interface DnsSpec {
+  readonly zone: string;
+  /** `example.net.` */
+  readonly domain: string;
+  readonly ttl: number;
+  /** The API endpoint's name (a DNS name), when it lies in the zone. */
+  readonly endpointName?: string;
+  readonly records: readonly DnsRecordSpec[];
+}
+
+/** The Git repository Flux takes over from. */
+export interface FluxSpec {
+  readonly version: string;
+  readonly repository: string;
+  readonly branch: string;
+  readonly path: string;
+  readonly knownHosts?: string;
+  /** An ssh:// repository, read with a deploy key. */
+  readonly ssh: boolean;
+}
+
+/** Foundation services around the cluster; each present only when its stack key is. */
+export interface ServicesSpec {
+  readonly gcp?: GcpSpec;
+  readonly openbao?: OpenbaoSpec;
+  readonly dns?: DnsSpec;
+  readonly flux?: FluxSpec;
+}
+
 /** Everything one stack declares, validated. */
 export interface PlatformSpec {
+  readonly services: ServicesSpec;
   readonly cluster: ClusterSpec;
   readonly nodes: readonly NodeSpec[];
   readonly proxmox?: ProxmoxSpec;

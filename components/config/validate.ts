@@ -2,20 +2,29 @@
 // listing every problem. Runs before any resource exists.
 import { stringify } from "yaml";
 import { z } from "zod";
-import { deriveMac, hostPort, parseCidr } from "../net";
+import { deriveMac, hostPort, ipFamily, parseCidr } from "../net";
+import { DEPLOY_KEY_PLACEHOLDER, fluxHandoffPatch } from "../flux/handoff";
 import { machinePatches } from "../talos/patches";
 import { estimatedUserDataLength, userDataProblem } from "../talos/userData";
 import { parseVersion } from "../talos/versions";
 import { Problems, propertyNames } from "./problems";
-import { IndexedNode, RULES } from "./rules";
+import { fqdn, IndexedNode, RULES } from "./rules";
 import {
   clusterSchema,
+  dnsSchema,
+  fluxSchema,
+  gcpSchema,
+  openbaoSchema,
   nodeSchema,
   nodesSchema,
   ociSchema,
   openstackSchema,
   proxmoxSchema,
   RawCluster,
+  RawDns,
+  RawFlux,
+  RawGcp,
+  RawOpenbao,
   RawNode,
   RawOci,
   RawOpenstack,
@@ -31,6 +40,7 @@ import type {
   PlatformSpec,
   PoolPlacement,
   ProxmoxSpec,
+  ServicesSpec,
 } from "./types";
 
 /** The stack's config values, as read (objects already decoded from the stack file). */
@@ -40,17 +50,31 @@ export interface RawStackConfig {
   readonly proxmox?: unknown;
   readonly oci?: unknown;
   readonly openstack?: unknown;
+  readonly gcp?: unknown;
+  readonly openbao?: unknown;
+  readonly dns?: unknown;
+  readonly flux?: unknown;
+  /** Secret config keys set on the stack; their values are never read here. */
+  readonly secretKeys?: ReadonlySet<string>;
 }
 
 /** Platform settings keys, in the order their problems are listed. */
 const PLATFORM_KEYS = ["proxmox", "oci", "openstack"] as const;
+/** Foundation service keys. */
+const SERVICE_KEYS = ["gcp", "openbao", "dns", "flux"] as const;
 
 const KNOWN_KEYS = [
   ...propertyNames(z.toJSONSchema(clusterSchema, { unrepresentable: "any" })),
   ...propertyNames(z.toJSONSchema(nodeSchema, { unrepresentable: "any" })),
-  ...[proxmoxSchema, ociSchema, openstackSchema].flatMap((schema) => [
-    ...propertyNames(z.toJSONSchema(schema, { unrepresentable: "any" })),
-  ]),
+  ...[
+    proxmoxSchema,
+    ociSchema,
+    openstackSchema,
+    gcpSchema,
+    openbaoSchema,
+    dnsSchema,
+    fluxSchema,
+  ].flatMap((schema) => [...propertyNames(z.toJSONSchema(schema, { unrepresentable: "any" }))]),
 ];
 
 function parse<T>(
@@ -76,11 +100,17 @@ export function validatePlatformConfig(raw: RawStackConfig, stackFile: string): 
     raw.cluster === undefined
       ? missing("cluster", problems)
       : parse("cluster", clusterSchema, raw.cluster, problems);
-  const optional = <T>(key: (typeof PLATFORM_KEYS)[number], schema: z.ZodType<T>) =>
-    raw[key] === undefined ? undefined : parse(key, schema, raw[key], problems);
+  const optional = <T>(
+    key: (typeof PLATFORM_KEYS | typeof SERVICE_KEYS)[number],
+    schema: z.ZodType<T>,
+  ) => (raw[key] === undefined ? undefined : parse(key, schema, raw[key], problems));
   const proxmox = optional("proxmox", proxmoxSchema);
   const oci = optional("oci", ociSchema);
   const openstack = optional("openstack", openstackSchema);
+  const gcp = optional("gcp", gcpSchema);
+  const openbao = optional("openbao", openbaoSchema);
+  const dns = optional("dns", dnsSchema);
+  const flux = optional("flux", fluxSchema);
   const rawNodes =
     raw.nodes === undefined
       ? missing("nodes", problems)
@@ -99,6 +129,10 @@ export function validatePlatformConfig(raw: RawStackConfig, stackFile: string): 
     oci,
     openstack,
     platformsGiven,
+    dns,
+    flux,
+    servicesGiven: new Set(SERVICE_KEYS.filter((key) => raw[key] !== undefined)),
+    secretKeys: raw.secretKeys ?? new Set<string>(),
     nodes,
     rawNodes: rawNodes ?? [],
   };
@@ -118,6 +152,7 @@ export function validatePlatformConfig(raw: RawStackConfig, stackFile: string): 
   const pools = new Map<string, number>();
   const spec: PlatformSpec = {
     ...context,
+    services: normalizeServices(context.cluster, gcp, openbao, dns, flux),
     nodes: nodes.map(({ index, node }) => {
       const pool = `${node.platform}/${node.role}`;
       const poolIndex = pools.get(pool) ?? 0;
@@ -140,10 +175,52 @@ const INSTALLER_PLACEHOLDER = `factory.talos.dev/openstack-installer/${"0".repea
 function checkUserDataEstimates(spec: PlatformSpec, problems: Problems): void {
   for (const node of spec.nodes) {
     if (node.platform !== "oci" && node.platform !== "openstack") continue;
-    const patches = machinePatches(spec.cluster, node, INSTALLER_PLACEHOLDER);
+    const flux = spec.services.flux;
+    const servicePatches =
+      flux && node.role === "controlplane" ? [fluxHandoffPatch(flux, DEPLOY_KEY_PLACEHOLDER)] : [];
+    const patches = machinePatches(spec.cluster, node, INSTALLER_PLACEHOLDER, servicePatches);
     const problem = userDataProblem(node, estimatedUserDataLength(node.role, patches), true);
     if (problem) problems.addMessage(problem);
   }
+}
+
+function normalizeServices(
+  cluster: ClusterSpec,
+  gcp: RawGcp | undefined,
+  openbao: RawOpenbao | undefined,
+  dns: RawDns | undefined,
+  flux: RawFlux | undefined,
+): ServicesSpec {
+  const endpointIsName = ipFamily(cluster.endpoint) === undefined;
+  return {
+    gcp,
+    openbao: openbao &&
+      gcp && {
+        keyRing: openbao.keyRing ?? `${cluster.name}-openbao`,
+        cryptoKey: openbao.cryptoKey ?? "unseal",
+        location: openbao.location ?? gcp.region,
+        rotationPeriod: openbao.rotationPeriod ?? "7776000s",
+      },
+    dns: dns && {
+      zone: dns.zone,
+      domain: fqdn(dns.domain),
+      ttl: dns.ttl ?? 300,
+      endpointName: endpointIsName ? fqdn(cluster.endpoint) : undefined,
+      records: (dns.records ?? []).map((record) => ({
+        name: fqdn(record.name),
+        type: record.type ?? (ipFamily(record.values[0]) === 6 ? "AAAA" : "A"),
+        values: record.values,
+      })),
+    },
+    flux: flux && {
+      version: flux.version,
+      repository: flux.repository,
+      branch: flux.branch ?? "main",
+      path: flux.path,
+      knownHosts: flux.knownHosts,
+      ssh: flux.repository.startsWith("ssh://"),
+    },
+  };
 }
 
 /** Settings every node's normalization may need. */

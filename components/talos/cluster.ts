@@ -5,7 +5,7 @@ import { MachineFactory, PlatformSettings } from "../nodes/factory";
 import type { TalosMachine } from "../nodes/machine";
 import { clientCredentials, ClientCredentials, machineSecretsInput } from "./credentials";
 import { ImageCatalog } from "./imageFactory";
-import { machinePatches } from "./patches";
+import { ConfigDocument, machinePatches } from "./patches";
 import { checkUserDataSizes } from "./userData";
 
 /** Inputs of a {@link TalosCluster}: validated settings, never raw config. */
@@ -13,6 +13,11 @@ export interface TalosClusterArgs {
   readonly cluster: ClusterSpec;
   readonly nodes: readonly NodeSpec[];
   readonly platforms: PlatformSettings;
+  /**
+   * Documents of foundation services that control planes carry (the Flux handoff); may hold secrets.
+   * @default []
+   */
+  readonly controlPlaneDocuments?: pulumi.Input<ConfigDocument[]>;
 }
 
 /** One node of the cluster: its machine and, for pushed configs, the apply that configures it. */
@@ -79,7 +84,11 @@ export class TalosCluster extends pulumi.ComponentResource {
             clusterEndpoint: cluster.endpointUrl,
             machineSecrets,
             machineType: node.role,
-            configPatches: installer.apply((image) => machinePatches(cluster, node, image)),
+            configPatches: pulumi
+              .all([installer, args.controlPlaneDocuments ?? []])
+              .apply(([image, services]) =>
+                machinePatches(cluster, node, image, node.role === "controlplane" ? services : []),
+              ),
             kubernetesVersion: cluster.kubernetesVersion,
             talosVersion: cluster.configContract,
             docs: false,

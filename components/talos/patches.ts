@@ -183,18 +183,21 @@ export function renderPatches(documents: readonly ConfigDocument[]): string[] {
 }
 
 /**
- * Every patch for one node, in merge order: generated cluster documents, generated node documents, then
- * the stack file's cluster-wide, role and node patches, so an operator's patch always has the last word.
+ * Every patch for one node, in merge order: generated cluster documents, generated node documents,
+ * documents of foundation services (the Flux handoff on control planes), then the stack file's
+ * cluster-wide, role and node patches, so an operator's patch always has the last word.
  */
 export function machinePatches(
   cluster: ClusterSpec,
   node: NodeSpec,
   installerImage: string,
+  servicePatches: readonly ConfigDocument[] = [],
 ): string[] {
   return [
     ...renderPatches([
       ...clusterDocuments(cluster),
       ...nodeDocuments(cluster, node, installerImage),
+      ...servicePatches,
     ]),
     ...cluster.patches.all,
     ...cluster.patches[node.role],

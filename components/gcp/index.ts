@@ -1,0 +1,3 @@
+export * from "./clusterDns";
+export * from "./openbaoUnseal";
+export * from "./stateBucket";
