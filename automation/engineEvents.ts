@@ -109,7 +109,7 @@ export function plainMessage(message: string): string {
   return message
     .replace(/<\{%[^%]*%\}>/g, "")
     .replace(/\u001b\[[0-9;]*m/g, "")
-    .trimEnd();
+    .trim();
 }
 
 /** Whether a step acts on a custom resource (components only group others and finish last). */
@@ -226,11 +226,10 @@ export class RunTally {
     const parts = urn ? parseUrn(urn) : undefined;
     const aboutResource = parts !== undefined && !parts.type.startsWith("pulumi:pulumi:");
     if (event.severity === "error") {
-      if (aboutResource) this.lastErrorByUrn.set(urn, message);
       // The engine ends a failed run with a generic line that adds nothing to the real errors.
-      if (!/^(update|preview|refresh|destroy) failed$/.test(message.trim())) {
-        this.errors.push(message);
-      }
+      if (/^(update|preview|refresh|destroy) failed$/.test(message)) return undefined;
+      if (aboutResource) this.lastErrorByUrn.set(urn, message);
+      this.errors.push(message);
     }
     return {
       kind: "diagnostic",

@@ -139,7 +139,8 @@ export class ProgressRenderer {
         return `${words.done} ${describe(update.step)} in ${formatDuration(update.seconds)}`;
       }
       case "failed":
-        return `failed to ${update.failure.op} ${update.failure.name} (${update.failure.type}): ${update.failure.message}`;
+        // Its error diagnostic was printed just before; the message ends the run once more.
+        return `failed to ${update.failure.op} ${update.failure.name} (${update.failure.type})`;
       case "diagnostic":
         return diagnosticLine(update.diagnostic);
     }
