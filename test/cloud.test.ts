@@ -4,7 +4,7 @@ import { parse, parseAllDocuments } from "yaml";
 import { StackConfigError, validatePlatformConfig } from "../components/config";
 import { spread } from "../components/nodes/placement";
 import { clone, cloudCluster } from "./fixtures";
-import { readStackFile, runFoundation, StackValues } from "./harness";
+import { readStackFile, runFoundation, STACK_SECRETS, StackValues } from "./harness";
 import { RecordedResource, Recorder } from "./mocks";
 
 const T = {
@@ -542,7 +542,7 @@ describe("prod with all four platforms", () => {
     const values = readStackFile("prod");
     const platforms = new Set((values.nodes as any[]).map((n) => n.platform));
     assert.deepEqual([...platforms].sort(), ["baremetal", "oci", "openstack", "proxmox"]);
-    const { recorder } = await runFoundation(values, { stack: "prod" });
+    const { recorder } = await runFoundation(values, { stack: "prod", secrets: STACK_SECRETS });
     assert.ok(recorder.ofType(T.ociInstance).length >= 2);
     assert.ok(recorder.ofType(T.osInstance).length >= 2);
     assert.equal(

@@ -23,21 +23,29 @@ export function isSecret<T>(output: pulumi.Output<T>): Promise<boolean> {
 /** A stack's config as `{ key-without-namespace: value }`, e.g. `{ cluster: {...}, nodes: [...] }`. */
 export type StackValues = Record<string, unknown>;
 
+/** Secrets the repository's stack files expect the CLI (or `pulumi config set --secret`) to supply. */
+export const STACK_SECRETS: Readonly<Record<string, string>> = {
+  fluxDeployKey:
+    "-----BEGIN OPENSSH PRIVATE KEY-----\nFAKE-SECRET-deploy-key\n-----END OPENSSH PRIVATE KEY-----\n",
+};
+
 /** The `talos-platform:*` values of a stack file in the repository. */
-export function readStackFile(stack: string): StackValues {
-  const file = parse(readFileSync(path.join(ROOT, `Pulumi.${stack}.yaml`), "utf8")) as {
+export function readStackFile(stack: string, layerDir = ".", project = PROJECT): StackValues {
+  const file = parse(readFileSync(path.join(ROOT, layerDir, `Pulumi.${stack}.yaml`), "utf8")) as {
     config: Record<string, unknown>;
   };
   return Object.fromEntries(
     Object.entries(file.config)
-      .filter(([key]) => key.startsWith(`${PROJECT}:`))
-      .map(([key, value]) => [key.slice(PROJECT.length + 1), value]),
+      .filter(([key]) => key.startsWith(`${project}:`))
+      .map(([key, value]) => [key.slice(project.length + 1), value]),
   );
 }
 
 /** Options of one mocked run. */
 export interface RunOptions {
   readonly stack?: string;
+  /** The Pulumi project (config namespace). @default "talos-platform" */
+  readonly project?: string;
   /** A preview (dry run) instead of an update. */
   readonly preview?: boolean;
   /** Config keys to pass as secrets, e.g. { proxmoxApiToken: "..." }. */
@@ -57,22 +65,23 @@ function runtimeErrorCount(): number {
 /** Sets up fresh mocks and config for one run of a program. */
 export async function setupRun(values: StackValues, options: RunOptions = {}): Promise<Recorder> {
   const recorder = options.recorder ?? new Recorder();
+  const project = options.project ?? PROJECT;
   recorder.install();
   await pulumi.runtime.setMocks(
     recorder.mocks,
-    PROJECT,
+    project,
     options.stack ?? "test",
     options.preview ?? false,
   );
   const config: Record<string, string> = {};
   for (const [key, value] of Object.entries(values)) {
-    config[`${PROJECT}:${key}`] = typeof value === "string" ? value : JSON.stringify(value);
+    config[`${project}:${key}`] = typeof value === "string" ? value : JSON.stringify(value);
   }
-  for (const [key, value] of Object.entries(options.secrets ?? {}))
-    config[`${PROJECT}:${key}`] = value;
+  const secrets = options.secrets ?? {};
+  for (const [key, value] of Object.entries(secrets)) config[`${project}:${key}`] = value;
   pulumi.runtime.setAllConfig(
     config,
-    Object.keys(options.secrets ?? {}).map((k) => `${PROJECT}:${k}`),
+    Object.keys(secrets).map((k) => `${project}:${k}`),
   );
   return recorder;
 }

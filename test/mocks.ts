@@ -305,6 +305,32 @@ function fakeResource(
             : [`192.0.2.${octet(name)}`],
         },
       };
+    case "gcp:kms/keyRing:KeyRing":
+      return {
+        id: `projects/${inputs.project}/locations/${inputs.location}/keyRings/${inputs.name}`,
+        state: inputs,
+      };
+    case "gcp:kms/cryptoKey:CryptoKey":
+      return { id: `${inputs.keyRing}/cryptoKeys/${inputs.name}`, state: inputs };
+    case "gcp:serviceaccount/account:Account": {
+      const email = `${inputs.accountId}@${inputs.project}.iam.gserviceaccount.com`;
+      return {
+        id: email,
+        state: { ...inputs, email, name: `projects/${inputs.project}/serviceAccounts/${email}` },
+      };
+    }
+    case "gcp:serviceaccount/key:Key": {
+      const file = JSON.stringify({
+        type: "service_account",
+        private_key: fakeKey("sa-private-key"),
+      });
+      return {
+        id: `${name}-id`,
+        state: { ...inputs, privateKey: Buffer.from(file).toString("base64") },
+      };
+    }
+    case "gcp:storage/bucket:Bucket":
+      return { id: inputs.name, state: { ...inputs, url: `gs://${inputs.name}` } };
     case "openstack:images/image:Image":
     case "openstack:blockstorage/volume:Volume":
     case "openstack:compute/instance:Instance":

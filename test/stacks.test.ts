@@ -2,7 +2,7 @@ import { strict as assert } from "node:assert";
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { parse } from "yaml";
-import { readStackFile, ROOT, runFoundation } from "./harness";
+import { readStackFile, ROOT, runFoundation, STACK_SECRETS } from "./harness";
 
 const VM = "proxmoxve:index/vmLegacy:VmLegacy";
 const APPLY = "talos:machine/configurationApply:ConfigurationApply";
@@ -20,6 +20,7 @@ describe("the repository's stack files", () => {
   it("staging runs three control-plane VMs, one on each of three Proxmox hosts, that also run workloads", async () => {
     const { recorder, resolved } = await runFoundation(readStackFile("staging"), {
       stack: "staging",
+      secrets: STACK_SECRETS,
     });
     const vms = recorder.ofType(VM);
     assert.equal(vms.length, 3);
@@ -40,7 +41,10 @@ describe("the repository's stack files", () => {
   });
 
   it("prod runs the same components larger, with workers on Proxmox, bare metal, OCI and OpenStack", async () => {
-    const { recorder, resolved } = await runFoundation(readStackFile("prod"), { stack: "prod" });
+    const { recorder, resolved } = await runFoundation(readStackFile("prod"), {
+      stack: "prod",
+      secrets: STACK_SECRETS,
+    });
     assert.deepEqual(Object.keys(resolved.nodes.controlplane).sort(), [
       "prod-cp-1",
       "prod-cp-2",

@@ -3,3 +3,4 @@ export * from "./problems";
 export * from "./schema";
 export * from "./types";
 export * from "./validate";
+export * from "./bootstrap";

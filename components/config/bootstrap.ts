@@ -1,0 +1,79 @@
+// The bootstrap layer's stack config: the GCP project, the state bucket and the optional secrets key.
+import * as pulumi from "@pulumi/pulumi";
+import { z } from "zod";
+import { Problems } from "./problems";
+import { gcpSchema } from "./schema";
+
+const kmsName = z
+  .string()
+  .regex(/^[a-zA-Z0-9_-]{1,63}$/, { error: "expected letters, digits, - and _" });
+
+const bootstrapSchema = z.strictObject({
+  gcp: gcpSchema,
+  stateBucket: z.strictObject({
+    /** Globally unique: 3-63 lowercase letters, digits, dashes. */
+    name: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/, {
+        error: "expected a bucket name (3-63 lowercase letters, digits and dashes)",
+      }),
+    /** @default "EU" */
+    location: z.string().min(1).optional(),
+    /** @default 20 */
+    keepVersions: z.int().min(1).optional(),
+  }),
+  secretsKey: z
+    .strictObject({ keyRing: kmsName, cryptoKey: kmsName, location: z.string().min(1).optional() })
+    .optional(),
+});
+
+/** The bootstrap layer's validated settings. */
+export interface BootstrapSpec {
+  readonly gcp: { readonly project: string; readonly region: string };
+  readonly stateBucket: {
+    readonly name: string;
+    readonly location: string;
+    readonly keepVersions: number;
+  };
+  readonly secretsKey?: {
+    readonly keyRing: string;
+    readonly cryptoKey: string;
+    readonly location: string;
+  };
+}
+
+/** Validates the bootstrap layer's values, reporting every problem at once. */
+export function validateBootstrapConfig(
+  raw: Record<string, unknown>,
+  stackFile: string,
+): BootstrapSpec {
+  const problems = new Problems();
+  const result = bootstrapSchema.safeParse(raw);
+  if (!result.success) problems.addZodIssues([], raw, result.error.issues);
+  problems.throwIfAny(stackFile);
+  const { gcp, stateBucket, secretsKey } = result.data!;
+  return {
+    gcp,
+    stateBucket: {
+      name: stateBucket.name,
+      location: stateBucket.location ?? "EU",
+      keepVersions: stateBucket.keepVersions ?? 20,
+    },
+    secretsKey: secretsKey && { ...secretsKey, location: secretsKey.location ?? gcp.region },
+  };
+}
+
+/** Reads and validates the current bootstrap stack's config. */
+export function loadBootstrapConfig(): BootstrapSpec {
+  const config = new pulumi.Config();
+  return validateBootstrapConfig(
+    {
+      gcp: config.getObject<unknown>("gcp"),
+      stateBucket: config.getObject<unknown>("stateBucket"),
+      ...(config.get("secretsKey") !== undefined
+        ? { secretsKey: config.getObject<unknown>("secretsKey") }
+        : {}),
+    },
+    `bootstrap/Pulumi.${pulumi.getStack()}.yaml`,
+  );
+}
