@@ -1,0 +1,152 @@
+import type { EngineEvent, StepEventMetadata } from "@pulumi/pulumi/automation";
+import { strict as assert } from "node:assert";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { parseUrn, plainMessage } from "../../automation/engineEvents";
+import { ROOT, loadEngineEvents } from "./helpers";
+
+// The recorded events must keep the shape of the Automation API's EngineEvent
+// (@pulumi/pulumi/automation/events.d.ts), or the tests built on them prove nothing.
+const PAYLOADS = [
+  "cancelEvent",
+  "stdoutEvent",
+  "diagnosticEvent",
+  "preludeEvent",
+  "summaryEvent",
+  "resourcePreEvent",
+  "resOutputsEvent",
+  "resOpFailedEvent",
+  "policyEvent",
+  "startDebuggingEvent",
+] as const;
+const OPS = [
+  "same",
+  "create",
+  "update",
+  "delete",
+  "replace",
+  "create-replacement",
+  "delete-replaced",
+  "read",
+  "read-replacement",
+  "refresh",
+  "discard",
+  "discard-replaced",
+  "remove-pending-replace",
+  "import",
+  "import-replacement",
+];
+const SEVERITIES = ["info", "info#err", "warning", "error"];
+
+const fixtures = fs
+  .readdirSync(path.join(ROOT, "test", "fixtures", "engine-events"))
+  .filter((file) => file.endsWith(".ndjson"))
+  .map((file) => file.replace(/\.ndjson$/, ""));
+
+function checkMetadata(where: string, metadata: StepEventMetadata): void {
+  assert.ok(OPS.includes(metadata.op), `${where}: op ${metadata.op}`);
+  assert.equal(typeof metadata.provider, "string", `${where}: provider`);
+  assert.equal(parseUrn(metadata.urn).type, metadata.type, `${where}: type matches the URN`);
+  for (const state of [metadata.old, metadata.new]) {
+    if (!state) continue;
+    assert.equal(state.urn, metadata.urn, `${where}: state urn`);
+    assert.equal(state.type, metadata.type, `${where}: state type`);
+    for (const key of ["id", "parent", "provider"] as const) {
+      assert.equal(typeof state[key], "string", `${where}: state.${key}`);
+    }
+    assert.equal(typeof state.inputs, "object", `${where}: inputs`);
+    assert.equal(typeof state.outputs, "object", `${where}: outputs`);
+  }
+  if (metadata.op === "create")
+    assert.ok(metadata.new && !metadata.old, `${where}: create has new only`);
+  if (metadata.op === "delete")
+    assert.ok(metadata.old && !metadata.new, `${where}: delete has old only`);
+}
+
+describe("recorded engine events", () => {
+  it("are present for previews and updates", () => {
+    assert.deepEqual(fixtures.sort(), [
+      "preview-bootstrap-prod",
+      "preview-foundation-prod-protected",
+      "preview-foundation-staging",
+      "up-foundation-staging",
+      "up-foundation-staging-failed",
+    ]);
+  });
+
+  for (const fixture of fixtures) {
+    it(`${fixture} has the EngineEvent shape: one payload each, increasing sequence, known ops`, () => {
+      const events: EngineEvent[] = loadEngineEvents(fixture);
+      events.forEach((event, index) => {
+        const where = `${fixture}[${index}]`;
+        const payloads = Object.keys(event).filter(
+          (key) => key !== "sequence" && key !== "timestamp",
+        );
+        assert.equal(
+          payloads.length,
+          1,
+          `${where}: exactly one payload, got ${payloads.join(",")}`,
+        );
+        assert.ok(
+          (PAYLOADS as readonly string[]).includes(payloads[0]),
+          `${where}: ${payloads[0]}`,
+        );
+        assert.equal(event.sequence, index, `${where}: sequence`);
+        assert.ok(Number.isInteger(event.timestamp), `${where}: timestamp in seconds`);
+        if (index > 0) assert.ok(event.timestamp >= events[index - 1].timestamp, `${where}: time`);
+        const metadata =
+          event.resourcePreEvent?.metadata ??
+          event.resOutputsEvent?.metadata ??
+          event.resOpFailedEvent?.metadata;
+        if (metadata) checkMetadata(where, metadata);
+        if (event.resOpFailedEvent) {
+          assert.equal(typeof event.resOpFailedEvent.status, "number");
+          assert.equal(typeof event.resOpFailedEvent.steps, "number");
+        }
+        if (event.diagnosticEvent) {
+          assert.ok(SEVERITIES.includes(event.diagnosticEvent.severity), `${where}: severity`);
+          assert.equal(typeof event.diagnosticEvent.color, "string");
+        }
+        if (event.summaryEvent) {
+          assert.equal(typeof event.summaryEvent.maybeCorrupt, "boolean");
+          assert.equal(typeof event.summaryEvent.durationSeconds, "number");
+          for (const op of Object.keys(event.summaryEvent.resourceChanges)) {
+            assert.ok(OPS.includes(op), `${where}: summary op ${op}`);
+          }
+        }
+      });
+      assert.ok(events[0].preludeEvent, "starts with the prelude");
+      assert.ok(events.at(-1)?.cancelEvent, "ends with the cancel event");
+      assert.ok(
+        events.some((e) => e.summaryEvent),
+        "has a summary",
+      );
+    });
+  }
+
+  it("keep secret inputs blinded as the engine sends them", () => {
+    const text = fs.readFileSync(
+      path.join(ROOT, "test", "fixtures", "engine-events", "preview-foundation-staging.ndjson"),
+      "utf8",
+    );
+    assert.match(
+      text,
+      /"machineConfigurationInput":\{"4dabf18193072939515e22adb298388d":"1b47061264138c4ac30d75fd1eb44270","ciphertext":"\[secret\]"\}/,
+    );
+  });
+
+  it("are read with colour directives removed and URNs split into type and name", () => {
+    assert.equal(plainMessage("<{%reset%}>update failed<{%reset%}>\n"), "update failed");
+    assert.deepEqual(
+      parseUrn(
+        "urn:pulumi:staging::talos-platform::platform:talos:Cluster$platform:proxmox:Node$proxmoxve:index/vmLegacy:VmLegacy::staging-stg-cp-1-vm",
+      ),
+      {
+        stack: "staging",
+        project: "talos-platform",
+        type: "proxmoxve:index/vmLegacy:VmLegacy",
+        name: "staging-stg-cp-1-vm",
+      },
+    );
+  });
+});

@@ -1,0 +1,165 @@
+import { PulumiCommand } from "@pulumi/pulumi/automation";
+import { spawnSync } from "node:child_process";
+import { strict as assert } from "node:assert";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { ExitCode, UserError } from "../../automation/errors";
+import {
+  PULUMI_SDK_VERSION,
+  type PulumiCommandSource,
+  cliInstallRoot,
+  resolvePulumiCommand,
+} from "../../automation/pulumiCli";
+import { ROOT } from "./helpers";
+
+/** A source whose lookups fail like the real `PulumiCommand.get` on a machine without the CLI. */
+function recordingSource(options: { onPath?: unknown; inRoot?: unknown; install?: unknown } = {}) {
+  const calls: string[] = [];
+  const enoent = (command: string) =>
+    new Error(
+      `code: -2\n stdout: \n stderr: Command failed with ENOENT: ${command} version\nspawn ${command} ENOENT\n err?: \n`,
+    );
+  const source: PulumiCommandSource<string> = {
+    async get(opts) {
+      calls.push(opts?.root ? `get ${opts.root}` : "get PATH");
+      if (!opts?.root) {
+        if (options.onPath === "found") return "pulumi on PATH";
+        throw options.onPath ?? enoent("pulumi");
+      }
+      if (options.inRoot === "found") return "pulumi in root";
+      throw options.inRoot ?? enoent(`${opts.root}/bin/pulumi`);
+    },
+    async install(opts) {
+      calls.push(`install ${opts.root}`);
+      if (options.install !== undefined) throw options.install;
+      return "installed pulumi";
+    },
+  };
+  return { source, calls };
+}
+
+async function rejection(promise: Promise<unknown>): Promise<UserError> {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof UserError, `a UserError, got ${String(error)}`);
+    return error;
+  }
+  assert.fail("expected a rejection");
+}
+
+describe("finding the Pulumi CLI", () => {
+  const home = "/home/operator";
+  const root = path.join(home, ".pulumi", "versions", PULUMI_SDK_VERSION);
+
+  it("installs into Pulumi's per-version folder under the user's home", () => {
+    assert.equal(cliInstallRoot(home), root);
+  });
+
+  it("says what to install when the CLI is missing, without installing anything", async () => {
+    const { source, calls } = recordingSource();
+    const error = await rejection(resolvePulumiCommand({ source, install: false, homeDir: home }));
+    assert.equal(error.exitCode, ExitCode.missingCli);
+    assert.equal(
+      error.message,
+      `Pulumi CLI: not found on PATH nor in ${root}; got "spawn pulumi ENOENT". Install it (https://www.pulumi.com/docs/install/), or rerun with --install-cli to install Pulumi ${PULUMI_SDK_VERSION} into ${root}`,
+    );
+    assert.deepEqual(calls, ["get PATH", `get ${root}`]);
+  });
+
+  it("recognises the real Automation API's error for a missing CLI", async () => {
+    const empty = fs.mkdtempSync(path.join(os.tmpdir(), "no-pulumi-"));
+    try {
+      const source: PulumiCommandSource<PulumiCommand> = {
+        get: (opts) => PulumiCommand.get({ root: opts?.root ?? empty }),
+        install: () => Promise.reject(new Error("not in tests")),
+      };
+      const error = await rejection(
+        resolvePulumiCommand({ source, install: false, homeDir: empty }),
+      );
+      assert.equal(error.exitCode, ExitCode.missingCli);
+      assert.match(
+        error.message,
+        /^Pulumi CLI: not found on PATH nor in .*; got "spawn .*\/bin\/pulumi ENOENT"\. Install it/,
+      );
+    } finally {
+      fs.rmSync(empty, { recursive: true, force: true });
+    }
+  });
+
+  it("uses the CLI on PATH first", async () => {
+    const { source, calls } = recordingSource({ onPath: "found" });
+    assert.equal(
+      await resolvePulumiCommand({ source, install: true, homeDir: home }),
+      "pulumi on PATH",
+    );
+    assert.deepEqual(calls, ["get PATH"]);
+  });
+
+  it("reuses a CLI that --install-cli installed before", async () => {
+    const { source, calls } = recordingSource({ inRoot: "found" });
+    assert.equal(
+      await resolvePulumiCommand({ source, install: false, homeDir: home }),
+      "pulumi in root",
+    );
+    assert.deepEqual(calls, ["get PATH", `get ${root}`]);
+  });
+
+  it("installs the SDK's version under the home folder with --install-cli", async () => {
+    const { source, calls } = recordingSource();
+    assert.equal(
+      await resolvePulumiCommand({ source, install: true, homeDir: home }),
+      "installed pulumi",
+    );
+    assert.deepEqual(calls, ["get PATH", `get ${root}`, `install ${root}`]);
+  });
+
+  it("reports a failed installation with what to do instead", async () => {
+    const { source } = recordingSource({
+      install: new Error("getaddrinfo ENOTFOUND get.pulumi.com"),
+    });
+    const error = await rejection(resolvePulumiCommand({ source, install: true, homeDir: home }));
+    assert.equal(error.exitCode, ExitCode.missingCli);
+    assert.match(
+      error.message,
+      /^Pulumi CLI: could not be installed into .*; got "getaddrinfo ENOTFOUND get\.pulumi\.com"\. Install it yourself \(https:\/\/www\.pulumi\.com\/docs\/install\/\) and rerun$/,
+    );
+  });
+
+  it("asks to upgrade a CLI that is too old", async () => {
+    const { source } = recordingSource({
+      onPath: new Error(
+        "Minimum version requirement failed. The minimum CLI version requirement is 3.200.0, your current CLI version is 3.100.0. Please update the Pulumi CLI.",
+      ),
+    });
+    const error = await rejection(resolvePulumiCommand({ source, install: false, homeDir: home }));
+    assert.match(
+      error.message,
+      /^Pulumi CLI: cannot be used with @pulumi\/pulumi .*; got "Minimum version requirement failed\..*"\. Upgrade it \(https:\/\/www\.pulumi\.com\/docs\/install\/\), or rerun with --install-cli/,
+    );
+  });
+
+  it("`npm run platform -- up staging` on a machine without the CLI exits 5 saying what to install", function () {
+    this.timeout(60_000);
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), "home-"));
+    const bin = fs.mkdtempSync(path.join(os.tmpdir(), "bin-"));
+    try {
+      const env: NodeJS.ProcessEnv = { PATH: bin, HOME: home };
+      const result = spawnSync(
+        process.execPath,
+        ["-r", "ts-node/register/transpile-only", "automation/main.ts", "up", "staging"],
+        { cwd: ROOT, env, encoding: "utf8" },
+      );
+      assert.equal(result.status, ExitCode.missingCli, result.stderr);
+      assert.equal(
+        result.stderr.trim(),
+        `Pulumi CLI: not found on PATH nor in ${cliInstallRoot(home)}; got "spawn pulumi ENOENT". Install it (https://www.pulumi.com/docs/install/), or rerun with --install-cli to install Pulumi ${PULUMI_SDK_VERSION} into ${cliInstallRoot(home)}`,
+      );
+      assert.equal(result.stdout, "");
+    } finally {
+      fs.rmSync(home, { recursive: true, force: true });
+      fs.rmSync(bin, { recursive: true, force: true });
+    }
+  });
+});
