@@ -82,7 +82,7 @@ export class OpenbaoUnsealKey extends pulumi.ComponentResource {
     const accountKey = new gcp.serviceaccount.Key(
       `${name}-account-key`,
       { serviceAccountId: account.name },
-      { ...resourceOpts, additionalSecretOutputs: ["privateKey"] },
+      resourceOpts,
     );
 
     this.seal = pulumi.output({
