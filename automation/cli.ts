@@ -4,7 +4,7 @@
 import { Command, CommanderError, Option } from "commander";
 import {
   CREDENTIAL_OUTPUTS,
-  type CredentialOutput,
+  type OperationRequest,
   listStacks,
   runOperation,
   showOutputs,
@@ -70,16 +70,17 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
     .showHelpAfterError(`(run \`${INVOCATION} --help\` for usage)`)
     .addHelpText("after", EXAMPLES);
 
-  const commandLine = (name: string, env: string, layer: string) =>
-    `${name} ${env} --layer ${layer}`;
-
-  const engineCommand = (name: Operation, description: string) =>
+  const engineCommand = (operation: Operation, description: string) =>
     program
-      .command(name)
+      .command(operation)
       .description(description)
       .argument("<env>", "environment: the stack name (a Pulumi.<env>.yaml of the layer)")
       .addOption(layerOption(true))
       .addOption(installCliOption());
+  const runEngine = (operation: Operation) => async (env: string, options: EngineOptions) => {
+    done(await runOperation(ctx, operationRequest(operation, env, options)));
+  };
+  const skipMissingLayer = "succeed with a note when the layer has no Pulumi.yaml yet";
 
   engineCommand("preview", "show what up would change")
     .option("--diff", "show the property-level diff of every change")
@@ -87,61 +88,17 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
       "--summary <file>",
       "merge a Markdown summary for a pull request into <file> (several previews, one file)",
     )
-    .option("--skip-missing-layer", "succeed with a note when the layer has no Pulumi.yaml yet")
-    .action(
-      async (
-        env: string,
-        options: LayerOption &
-          CliOptions & { diff?: boolean; summary?: string; skipMissingLayer?: boolean },
-      ) => {
-        done(
-          await runOperation(ctx, {
-            operation: "preview",
-            layer: options.layer,
-            env,
-            installCli: options.installCli === true,
-            yesDestroyProd: false,
-            diff: options.diff === true,
-            ...(options.summary !== undefined ? { summaryFile: options.summary } : {}),
-            skipMissingLayer: options.skipMissingLayer === true,
-            commandLine: commandLine("preview", env, options.layer),
-          }),
-        );
-      },
-    );
-
+    .option("--skip-missing-layer", skipMissingLayer)
+    .action(runEngine("preview"));
   engineCommand("up", "create or update the stack's resources")
-    .option("--skip-missing-layer", "succeed with a note when the layer has no Pulumi.yaml yet")
-    .action(
-      async (env: string, options: LayerOption & CliOptions & { skipMissingLayer?: boolean }) => {
-        done(await runSimpleOperation(ctx, "up", env, options, options.skipMissingLayer === true));
-      },
-    );
-
+    .option("--skip-missing-layer", skipMissingLayer)
+    .action(runEngine("up"));
   engineCommand("refresh", "read the real resources back into the state").action(
-    async (env: string, options: LayerOption & CliOptions) => {
-      done(await runSimpleOperation(ctx, "refresh", env, options, false));
-    },
+    runEngine("refresh"),
   );
-
   engineCommand("destroy", "delete every resource of the stack")
     .option("--yes-destroy-prod", "confirm destroying the prod environment")
-    .action(
-      async (env: string, options: LayerOption & CliOptions & { yesDestroyProd?: boolean }) => {
-        done(
-          await runOperation(ctx, {
-            operation: "destroy",
-            layer: options.layer,
-            env,
-            installCli: options.installCli === true,
-            yesDestroyProd: options.yesDestroyProd === true,
-            diff: false,
-            skipMissingLayer: false,
-            commandLine: commandLine("destroy", env, options.layer),
-          }),
-        );
-      },
-    );
+    .action(runEngine("destroy"));
 
   program
     .command("outputs")
@@ -184,7 +141,7 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
       .action(async (env: string, options: { layer: LayerName; out?: string } & CliOptions) => {
         done(
           await writeCredential(ctx, {
-            kind: kind as CredentialOutput,
+            kind,
             layer: options.layer,
             env,
             installCli: options.installCli === true,
@@ -205,23 +162,30 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
   return program;
 }
 
-function runSimpleOperation(
-  ctx: CliContext,
-  operation: "up" | "refresh",
+/** The options of preview/up/refresh/destroy as commander parsed them (each command has a subset). */
+interface EngineOptions extends LayerOption, CliOptions {
+  diff?: boolean;
+  summary?: string;
+  skipMissingLayer?: boolean;
+  yesDestroyProd?: boolean;
+}
+
+function operationRequest(
+  operation: Operation,
   env: string,
-  options: LayerOption & CliOptions,
-  skipMissingLayer: boolean,
-): Promise<ExitCodeValue> {
-  return runOperation(ctx, {
+  options: EngineOptions,
+): OperationRequest {
+  return {
     operation,
     layer: options.layer,
     env,
     installCli: options.installCli === true,
-    yesDestroyProd: false,
-    diff: false,
-    skipMissingLayer,
+    yesDestroyProd: options.yesDestroyProd === true,
+    diff: options.diff === true,
+    ...(options.summary !== undefined ? { summaryFile: options.summary } : {}),
+    skipMissingLayer: options.skipMissingLayer === true,
     commandLine: `${operation} ${env} --layer ${options.layer}`,
-  });
+  };
 }
 
 /**

@@ -20,13 +20,13 @@ export const CRITICAL_TYPES: Readonly<Record<string, string>> = {
   "gcp:kms/keyRing:KeyRing": "a KMS key ring: the keys in it and what they encrypt go with it",
 };
 
-/** The tag a machine of the control plane carries (`tags`, `freeformTags` or `metadata`). */
+/** The role value that marks a machine of the control plane. */
 export const CONTROL_PLANE_TAG = "controlplane";
 
 /**
- * Whether a machine's inputs tag it as a control plane: the Proxmox VM's `tags` list holds
- * `controlplane`, and the OCI/OpenStack machines are expected to follow the same convention in
- * `tags`, `freeformTags` or `metadata` (as a value, or as `role=controlplane`).
+ * Whether a machine's inputs tag it as a control plane, as the node components do: the Proxmox VM's
+ * and the OpenStack instance's `tags` list holds `controlplane`, the OCI instance's `freeformTags`
+ * and the OpenStack instance's `metadata` map `talos-role` to it (`role=controlplane` also counts).
  */
 export function taggedControlPlane(inputs: Record<string, unknown> | undefined): boolean {
   if (!inputs) return false;

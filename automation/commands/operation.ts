@@ -133,11 +133,11 @@ async function runOnLayer(
     quiet: operation === "preview" && request.diff,
   });
   const events: EngineEvent[] = [];
-  const stopTicker = live ? ctx.startTicker?.(() => renderer.redraw()) : undefined;
   ctx.stdout.write(
     `${operation} ${target}: backend ${settings.backend.url} (${settings.backend.source}), ` +
       `secrets ${settings.secrets.provider} (${settings.secrets.source}), Pulumi CLI ${cliVersion}\n`,
   );
+  const stopTicker = live ? ctx.startTicker?.(() => renderer.redraw()) : undefined;
   try {
     const stack = await ctx.workspaces.openStack({
       workDir: layer.dir,
