@@ -10,8 +10,17 @@ export type Operation = "preview" | "up" | "refresh" | "destroy";
 /** Environments whose destruction needs an explicit flag. */
 export const PROTECTED_ENVIRONMENTS: readonly string[] = ["prod"];
 
-/** Layers only an operator applies, from a workstation: never from CI. */
-export const WORKSTATION_ONLY_LAYERS: readonly LayerName[] = ["foundation"];
+/** Layers only an operator applies, from a workstation (never from CI), and why. */
+export const WORKSTATION_ONLY_LAYERS: Readonly<Partial<Record<LayerName, string>>> = {
+  foundation:
+    "It can reboot nodes and must work while the cluster is down, so the operator applies it " +
+    "from a workstation on the cluster's network: run it there, without CI set",
+  // Its state is in the operator's embedded backend, which a CI runner does not have: from CI it
+  // would start from empty state and try to create the bucket everything else is stored in.
+  bootstrap:
+    "Its state lives in the operator's local backend (.pulumi-state), which a CI runner does not " +
+    "have: run it from the workstation that holds it, without CI set",
+};
 
 /** Whether the process runs in CI: `CI` set to anything but empty, `0` or `false`. */
 export function isCi(env: Env): boolean {
@@ -30,19 +39,14 @@ export interface GuardRequest {
 /** Throws a "refused" error when a guard rail forbids the command. */
 export function checkGuards(request: GuardRequest, env: Env): void {
   const { operation, layer } = request;
-  if (
-    (operation === "up" || operation === "destroy") &&
-    WORKSTATION_ONLY_LAYERS.includes(layer) &&
-    isCi(env)
-  ) {
+  const workstationOnly = WORKSTATION_ONLY_LAYERS[layer];
+  if ((operation === "up" || operation === "destroy") && workstationOnly && isCi(env)) {
     throw new UserError(
       {
         what: `${operation} ${layer}/${request.env}`,
         problem: `the ${layer} layer is not applied from CI`,
         got: `CI=${JSON.stringify(env.CI)}`,
-        fix:
-          "It can reboot nodes and must work while the cluster is down, so the operator applies it " +
-          "from a workstation on the cluster's network: run it there, without CI set",
+        fix: workstationOnly,
       },
       ExitCode.refused,
     );

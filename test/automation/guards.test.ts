@@ -42,6 +42,19 @@ describe("guard rails", () => {
     );
   });
 
+  it("refuses to up the bootstrap layer in CI: its state is on the operator's workstation", async () => {
+    const root = makeRepo({
+      bootstrap: { project: "talos-platform-bootstrap", stacks: { shared: "config: {}\n" } },
+    });
+    const ctx = testContext({ repoRoot: root, env: { CI: "true" } });
+    assert.equal(await runCli(["up", "shared", "--layer", "bootstrap"], ctx), ExitCode.refused);
+    assert.match(
+      ctx.stderr.text,
+      /^up bootstrap\/shared: the bootstrap layer is not applied from CI; got CI="true"\. Its state lives in the operator's local backend/,
+    );
+    assert.equal(ctx.workspaces.calls.length, 0);
+  });
+
   it("lets CI preview and refresh the foundation layer", async () => {
     for (const command of ["preview", "refresh"]) {
       const ctx = testContext({ repoRoot: makeRepo(), env: { CI: "true" } });
