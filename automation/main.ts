@@ -12,27 +12,32 @@ import { localWorkspaceFactory } from "./workspace";
 export const REPO_ROOT = path.resolve(__dirname, "..");
 
 /**
- * Ctrl-C (or SIGTERM) asks the engine to cancel gracefully, which leaves the state consistent; a
- * second one stops at once (the CLI's lock is released on exit either way).
+ * Stopping a run without corrupting its state: the engine must be asked once to cancel (it then
+ * finishes the operations under way); a second request makes it stop at once. Ctrl-C in a terminal
+ * reaches the Pulumi CLI directly (same process group), so SIGINT is not forwarded, only noted;
+ * SIGTERM (a CI runner, `kill`) reaches this process alone and is forwarded through the abort
+ * signal. A second signal of either kind exits at once; the CLI's lock is released on exit.
  */
-function cancellation(): AbortSignal {
+function cancellation(): { signal: AbortSignal; requested: () => boolean } {
   const controller = new AbortController();
+  let stopping = false;
   const onSignal = (signal: NodeJS.Signals) => {
-    if (controller.signal.aborted) {
+    if (stopping) {
       process.stderr.write(`\n${signal} again: stopping now\n`);
       process.exit(ExitCode.interrupted);
     }
+    stopping = true;
     process.stderr.write(
-      `\n${signal}: asking the engine to cancel (it finishes the operations under way); press Ctrl-C again to stop at once\n`,
+      `\n${signal}: the engine is cancelling (it finishes the operations under way); send it again to stop at once\n`,
     );
-    controller.abort();
+    if (signal === "SIGTERM") controller.abort();
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
-  return controller.signal;
+  return { signal: controller.signal, requested: () => stopping };
 }
 
-function systemContext(): CliContext {
+function systemContext(signal: AbortSignal): CliContext {
   return {
     repoRoot: REPO_ROOT,
     // `npm run` starts scripts in the package folder; INIT_CWD is where the operator typed it.
@@ -47,7 +52,7 @@ function systemContext(): CliContext {
       hostname: os.hostname(),
       isAlive: processIsAlive,
     },
-    signal: cancellation(),
+    signal,
     startTicker: (tick) => {
       const timer = setInterval(tick, 250);
       timer.unref();
@@ -56,9 +61,11 @@ function systemContext(): CliContext {
   };
 }
 
-runCli(process.argv.slice(2), systemContext()).then(
+const cancel = cancellation();
+runCli(process.argv.slice(2), systemContext(cancel.signal)).then(
   (code) => {
-    process.exitCode = code;
+    // A run the operator stopped reports that, not the engine's failure to finish it.
+    process.exitCode = code !== ExitCode.ok && cancel.requested() ? ExitCode.interrupted : code;
   },
   (error: unknown) => {
     // runCli reports every error itself; reaching this is a bug in the CLI.
