@@ -51,6 +51,8 @@ export interface PreviewSection {
   readonly critical: readonly CriticalChange[];
   /** The errors of a failed preview, or why it was skipped. */
   readonly messages: readonly string[];
+  /** Caveats a reader must know, e.g. a preview against an empty state. */
+  readonly notes?: readonly string[];
 }
 
 const KIND_PRIORITY: Record<CountedKind, number> = { replace: 4, delete: 3, create: 2, update: 1 };
@@ -74,6 +76,7 @@ export function previewSection(input: {
   readonly ok: boolean;
   /** Errors to show when the preview failed (the event stream's, or the translated CLI error). */
   readonly errors?: readonly string[];
+  readonly notes?: readonly string[];
 }): PreviewSection {
   const byUrn = new Map<string, ResourceChange>();
   const critical = new Map<string, CriticalEntry>();
@@ -133,6 +136,7 @@ export function previewSection(input: {
       ].join("; "),
     })),
     messages: input.ok ? [] : [...(input.errors ?? [])],
+    ...(input.notes && input.notes.length > 0 ? { notes: [...input.notes] } : {}),
   };
 }
 
@@ -284,6 +288,7 @@ function render(sections: readonly PreviewSection[], withTables: boolean): strin
       out.push(`Skipped: ${escapeText(s.messages.join(" "))}`);
       continue;
     }
+    for (const note of s.notes ?? []) out.push(`**Note:** ${escapeText(note)}`, "");
     if (s.status === "failed") {
       out.push(
         "**The preview failed:**",

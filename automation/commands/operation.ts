@@ -114,6 +114,15 @@ async function runOnLayer(
     ...(ctx.random ? { random: ctx.random } : {}),
   });
   for (const notice of settings.notices) ctx.stderr.write(`note: ${notice}\n`);
+  // A CI runner's embedded backend is a fresh folder: the engine compares with an empty state.
+  const notes =
+    isCi(ctx.env) && settings.backend.isDefault
+      ? [
+          `${target} uses the embedded backend, which is empty on a CI runner: every resource shows as new. ` +
+            `Name the stack's backend (${layer.project}:backend in its stack file) or set PULUMI_BACKEND_URL.`,
+        ]
+      : [];
+  for (const note of notes) ctx.stderr.write(`note: ${note}\n`);
   const lock = acquireStackLock({
     dir: locksDir(ctx.repoRoot),
     layer: layer.name,
@@ -166,7 +175,7 @@ async function runOnLayer(
     if (summaryFile && operation === "preview") {
       writeSummarySection(
         summaryFile,
-        previewSection({ layer: layer.name, env, events, ok: true }),
+        previewSection({ layer: layer.name, env, events, ok: true, notes }),
       );
     }
   } catch (error) {
@@ -181,7 +190,14 @@ async function runOnLayer(
     if (summaryFile && operation === "preview") {
       writeSummarySection(
         summaryFile,
-        previewSection({ layer: layer.name, env, events, ok: false, errors: [translated.message] }),
+        previewSection({
+          layer: layer.name,
+          env,
+          events,
+          ok: false,
+          errors: [translated.message],
+          notes,
+        }),
       );
     }
     throw translated;

@@ -248,6 +248,30 @@ describe("preview summary for pull requests", () => {
     assert.match(markdown, /unable to replace resource/);
   });
 
+  it("warns in CI that a preview against the embedded backend compares with an empty state", async () => {
+    const root = makeRepo();
+    const ctx = testContext({ repoRoot: root, env: { CI: "true" } });
+    ctx.workspaces.runs.preview = { events: loadEngineEvents("preview-foundation-staging") };
+    assert.equal(await runCli(["preview", "staging", "--summary", "pr.md"], ctx), ExitCode.ok);
+    const markdown = fs.readFileSync(path.join(root, "pr.md"), "utf8");
+    assert.match(
+      markdown,
+      /^### foundation \/ staging\n\n\*\*Note:\*\* foundation\/staging uses the embedded backend, which is empty on a CI runner: every resource shows as new\. Name the stack's backend \(talos-platform:backend in its stack file\) or set PULUMI\\_BACKEND\\_URL\.$/m,
+    );
+    assert.match(ctx.stderr.text, /^note: foundation\/staging uses the embedded backend/m);
+
+    const named = makeRepo();
+    const withBackend = testContext({
+      repoRoot: named,
+      env: { CI: "true", PULUMI_BACKEND_URL: "gs://state", PULUMI_CONFIG_PASSPHRASE: "x" },
+    });
+    assert.equal(
+      await runCli(["preview", "staging", "--summary", "pr.md"], withBackend),
+      ExitCode.ok,
+    );
+    assert.doesNotMatch(fs.readFileSync(path.join(named, "pr.md"), "utf8"), /Note:/);
+  });
+
   it("writes a skipped section with --skip-missing-layer", async () => {
     const root = makeRepo();
     const ctx = testContext({ repoRoot: root });
