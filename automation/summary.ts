@@ -221,33 +221,37 @@ function encodeData(sections: readonly PreviewSection[]): string {
   return JSON.stringify(sections).replace(/>/g, "\\u003e");
 }
 
+/**
+ * The sections already in a summary file (none when it is missing or empty). Refuses a file that is
+ * not a preview summary, so an unrelated file is never overwritten.
+ */
+export function readSummaryFile(file: string): PreviewSection[] {
+  if (!fs.existsSync(file)) return [];
+  const text = fs.readFileSync(file, "utf8");
+  if (text.trim() === "") return [];
+  if (!text.startsWith(SUMMARY_MARKER)) {
+    throw new UserError({
+      what: "--summary",
+      problem: "the file exists and is not a preview summary, so it is left alone",
+      got: JSON.stringify(file),
+      fix: "Name a new file, or delete this one",
+    });
+  }
+  try {
+    return readSections(text);
+  } catch (error) {
+    throw new UserError({
+      what: "--summary",
+      problem: "the summary's data block cannot be read, so the file is left alone",
+      got: JSON.stringify((error as Error).message),
+      fix: "Delete the file and run the previews again",
+    });
+  }
+}
+
 /** Merges one section into the summary file (created if missing) and rewrites it. */
 export function writeSummarySection(file: string, section: PreviewSection): PreviewSection[] {
-  let existing: PreviewSection[] = [];
-  if (fs.existsSync(file)) {
-    const text = fs.readFileSync(file, "utf8");
-    if (text.trim() !== "") {
-      if (!text.startsWith(SUMMARY_MARKER)) {
-        throw new UserError({
-          what: "--summary",
-          problem: "the file exists and is not a preview summary, so it is left alone",
-          got: JSON.stringify(file),
-          fix: "Name a new file, or delete this one",
-        });
-      }
-      try {
-        existing = readSections(text);
-      } catch (error) {
-        throw new UserError({
-          what: "--summary",
-          problem: "the summary's data block cannot be read, so the file is left alone",
-          got: JSON.stringify((error as Error).message),
-          fix: "Delete the file and run the previews again",
-        });
-      }
-    }
-  }
-  const sections = mergeSections(existing, section);
+  const sections = mergeSections(readSummaryFile(file), section);
   writeFileAtomically(file, renderSummary(sections));
   return sections;
 }

@@ -20,7 +20,7 @@ import {
 } from "../layers";
 import { acquireStackLock } from "../lock";
 import { ProgressRenderer } from "../progress";
-import { previewSection, skippedSection, writeSummarySection } from "../summary";
+import { previewSection, readSummaryFile, skippedSection, writeSummarySection } from "../summary";
 
 /** One preview/up/refresh/destroy as the operator asked for it. */
 export interface OperationRequest {
@@ -51,6 +51,8 @@ export async function runOperation(
 ): Promise<ExitCodeValue> {
   const summaryFile =
     request.summaryFile !== undefined ? path.resolve(ctx.cwd, request.summaryFile) : undefined;
+  // Before any engine work: a file that is not a summary would only be refused at the end.
+  if (summaryFile) readSummaryFile(summaryFile);
   if (
     request.layer !== "all" &&
     request.skipMissingLayer &&
@@ -147,61 +149,58 @@ async function runOnLayer(
       `secrets ${settings.secrets.provider} (${settings.secrets.source}), Pulumi CLI ${cliVersion}\n`,
   );
   const stopTicker = live ? ctx.startTicker?.(() => renderer.redraw()) : undefined;
+  let failure: Error | undefined;
   try {
-    const stack = await ctx.workspaces.openStack({
-      workDir: layer.dir,
-      stackName: env,
-      envVars: settings.envVars,
-      secretsProvider: settings.secrets.provider,
-      create: mayCreate,
-    });
-    const options = {
-      onEvent: (event: EngineEvent) => {
-        if (summaryFile) events.push(event);
-        renderer.onEvent(event);
-      },
-      ...(ctx.signal ? { signal: ctx.signal } : {}),
-    };
-    if (operation === "preview") {
-      await stack.preview({
-        ...options,
-        ...(request.diff ? { diff: true, onOutput: (text: string) => ctx.stdout.write(text) } : {}),
+    try {
+      const stack = await ctx.workspaces.openStack({
+        workDir: layer.dir,
+        stackName: env,
+        envVars: settings.envVars,
+        secretsProvider: settings.secrets.provider,
+        create: mayCreate,
       });
-    } else {
-      await stack[operation](options);
+      const options = {
+        onEvent: (event: EngineEvent) => {
+          if (summaryFile) events.push(event);
+          renderer.onEvent(event);
+        },
+        ...(ctx.signal ? { signal: ctx.signal } : {}),
+      };
+      if (operation === "preview") {
+        const diff = request.diff
+          ? { diff: true, onOutput: (text: string) => ctx.stdout.write(text) }
+          : {};
+        await stack.preview({ ...options, ...diff });
+      } else {
+        await stack[operation](options);
+      }
+    } catch (error) {
+      failure = translateEngineError(error, {
+        target,
+        operation,
+        failures: renderer.tally.failures,
+        errors: renderer.tally.errors,
+      });
+    } finally {
+      stopTicker?.();
     }
-    stopTicker?.();
-    renderer.finish({ ok: true });
+    renderer.finish({ ok: failure === undefined });
     if (summaryFile && operation === "preview") {
-      writeSummarySection(
-        summaryFile,
-        previewSection({ layer: layer.name, env, events, ok: true, notes }),
-      );
-    }
-  } catch (error) {
-    stopTicker?.();
-    const translated = translateEngineError(error, {
-      target,
-      operation,
-      failures: renderer.tally.failures,
-      errors: renderer.tally.errors,
-    });
-    renderer.finish({ ok: false });
-    if (summaryFile && operation === "preview") {
+      // A failed preview still gets its section: the pull request shows why it failed.
       writeSummarySection(
         summaryFile,
         previewSection({
           layer: layer.name,
           env,
           events,
-          ok: false,
-          errors: [translated.message],
+          ok: failure === undefined,
+          errors: failure ? [failure.message] : [],
           notes,
         }),
       );
     }
-    throw translated;
   } finally {
     lock.release();
   }
+  if (failure) throw failure;
 }

@@ -163,6 +163,19 @@ describe("preview summary for pull requests", () => {
     assert.equal(fs.readFileSync(file, "utf8"), "# my notes\n");
   });
 
+  it("refuses a --summary file that is not a summary before running the engine", async () => {
+    const root = makeRepo();
+    fs.writeFileSync(path.join(root, "README.md"), "# keep me\n");
+    const ctx = testContext({ repoRoot: root });
+    assert.equal(
+      await runCli(["preview", "staging", "--summary", "README.md"], ctx),
+      ExitCode.usage,
+    );
+    assert.match(ctx.stderr.text, /^--summary: the file exists and is not a preview summary/m);
+    assert.equal(ctx.workspaces.calls.length, 0);
+    assert.equal(fs.readFileSync(path.join(root, "README.md"), "utf8"), "# keep me\n");
+  });
+
   it("shows a failed preview's errors in a code block that their backticks cannot break", () => {
     const s = previewSection({
       layer: "app",
