@@ -24,6 +24,7 @@ Examples:
   ${INVOCATION} preview staging --diff
   ${INVOCATION} preview prod --layer app --summary preview.md
   ${INVOCATION} up staging
+  ${INVOCATION} up shared --layer bootstrap
   ${INVOCATION} refresh staging
   ${INVOCATION} outputs staging
   ${INVOCATION} kubeconfig staging --out ~/.kube/staging.yaml

@@ -6,7 +6,13 @@
 // Both end with the same summary line. The clock and the stream are injected so both modes are
 // tested with recorded events.
 import type { EngineEvent, OpMap } from "@pulumi/pulumi/automation";
-import { type Diagnostic, RunTally, type StepInProgress, opWords } from "./engineEvents";
+import {
+  type Diagnostic,
+  RunTally,
+  type StepInProgress,
+  type TallyUpdate,
+  opWords,
+} from "./engineEvents";
 
 /** Where the view writes: a terminal or a log. */
 export interface TextSink {
@@ -115,7 +121,7 @@ export class ProgressRenderer {
     this.blockLines = 0;
   }
 
-  private lineFor(update: NonNullable<ReturnType<RunTally["apply"]>>): string | undefined {
+  private lineFor(update: TallyUpdate): string | undefined {
     switch (update.kind) {
       case "started": {
         const words = opWords(update.step.op);
