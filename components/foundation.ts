@@ -23,6 +23,8 @@ export interface FoundationOutputs {
   readonly configHashes: pulumi.Output<Record<string, string>>;
   /** Admin kubeconfig (secret). */
   readonly kubeconfig: pulumi.Output<string>;
+  /** The Kubernetes API's CA certificate (PEM). */
+  readonly kubernetesCaCertificate: pulumi.Output<string>;
   /** talosconfig (secret). */
   readonly talosconfig: pulumi.Output<string>;
   /** OpenBao's gcpckms seal values and key (secret), when the stack has an unseal key. */
@@ -101,6 +103,7 @@ export function foundation(): FoundationOutputs {
     kubernetesVersion: spec.cluster.kubernetesVersion,
     configHashes: cluster.configHashes,
     kubeconfig: cluster.kubeconfig,
+    kubernetesCaCertificate: cluster.kubernetesCaCertificate,
     talosconfig: cluster.talosconfig,
     ...(unseal ? { openbao: { seal: unseal.seal, credentials: unseal.credentials } } : {}),
     ...(dns ? { dnsNames: dns.names } : {}),

@@ -77,6 +77,8 @@ export interface MockBehaviour {
   healthError?: string;
   /** Pad every generated machine config with this many bytes (to exceed user-data limits). */
   configPadding?: number;
+  /** Outputs of stacks read through a StackReference, by stack name. */
+  stackOutputs?: Record<string, Record<string, unknown>>;
 }
 
 /** The recording mock engine. */
@@ -190,7 +192,17 @@ export class Recorder {
       secretPaths,
       options,
     });
-    const { id, state } = fakeResource(args.type, args.name, inputs);
+    const { id, state } =
+      args.type === "pulumi:pulumi:StackReference"
+        ? {
+            id: inputs.name,
+            state: {
+              name: inputs.name,
+              outputs: this.behaviour.stackOutputs?.[inputs.name] ?? {},
+              secretOutputNames: [],
+            },
+          }
+        : fakeResource(args.type, args.name, inputs);
     return { id: args.custom === false ? undefined : id, state };
   }
 
@@ -267,8 +279,9 @@ function fakeResource(
           }),
           kubernetesClientConfiguration: {
             host: "https://cluster:6443",
-            caCertificate: pem("K8S CA"),
-            clientCertificate: pem("K8S ADMIN"),
+            // The provider hands these out base64-encoded.
+            caCertificate: Buffer.from(pem("K8S CA")).toString("base64"),
+            clientCertificate: Buffer.from(pem("K8S ADMIN")).toString("base64"),
             clientKey: fakeKey("kube-admin-key"),
           },
         },

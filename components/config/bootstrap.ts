@@ -12,11 +12,9 @@ const bootstrapSchema = z.strictObject({
   gcp: gcpSchema,
   stateBucket: z.strictObject({
     /** Globally unique: 3-63 lowercase letters, digits, dashes. */
-    name: z
-      .string()
-      .regex(/^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/, {
-        error: "expected a bucket name (3-63 lowercase letters, digits and dashes)",
-      }),
+    name: z.string().regex(/^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/, {
+      error: "expected a bucket name (3-63 lowercase letters, digits and dashes)",
+    }),
     /** @default "EU" */
     location: z.string().min(1).optional(),
     /** @default 20 */

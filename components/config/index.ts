@@ -4,3 +4,4 @@ export * from "./schema";
 export * from "./types";
 export * from "./validate";
 export * from "./bootstrap";
+export * from "./app";

@@ -44,6 +44,8 @@ export class TalosCluster extends pulumi.ComponentResource {
   public readonly workers: pulumi.Output<AddressesByName>;
   /** Admin kubeconfig (secret). */
   public readonly kubeconfig: pulumi.Output<string>;
+  /** The Kubernetes API's CA certificate (PEM; public), for clients such as OpenBao's Kubernetes auth. */
+  public readonly kubernetesCaCertificate: pulumi.Output<string>;
   /** talosconfig for talosctl (secret). */
   public readonly talosconfig: pulumi.Output<string>;
   /** The hash of the config last applied to each pushed node, by node name (for drift checks). */
@@ -173,6 +175,10 @@ export class TalosCluster extends pulumi.ComponentResource {
     this.controlPlanes = addressesByName(controlPlanes);
     this.workers = addressesByName(workers);
     this.kubeconfig = pulumi.secret(kubeconfig.kubeconfigRaw);
+    // A CA certificate is public; unsecret it so the app layer can read it without the kubeconfig.
+    this.kubernetesCaCertificate = pulumi.unsecret(
+      kubeconfig.kubernetesClientConfiguration.caCertificate.apply(pemFromProvider),
+    );
     this.talosconfig = pulumi.secret(
       talos.client.getConfigurationOutput(
         {
@@ -197,6 +203,7 @@ export class TalosCluster extends pulumi.ComponentResource {
       controlPlanes: this.controlPlanes,
       workers: this.workers,
       kubeconfig: this.kubeconfig,
+      kubernetesCaCertificate: this.kubernetesCaCertificate,
       talosconfig: this.talosconfig,
       configHashes: this.configHashes,
       health: this.health,
@@ -261,4 +268,9 @@ function addressesByName(members: readonly Member[]): pulumi.Output<AddressesByN
   return pulumi
     .all(members.map((m) => pulumi.all([m.node.name, m.machine.talosAddress])))
     .apply((pairs) => Object.fromEntries(pairs));
+}
+
+/** The provider returns certificates base64-encoded; PEM passes through unchanged. */
+export function pemFromProvider(value: string): string {
+  return value.startsWith("-----BEGIN") ? value : Buffer.from(value, "base64").toString("utf8");
 }

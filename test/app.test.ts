@@ -1,0 +1,295 @@
+import { strict as assert } from "node:assert";
+import { readFileSync } from "node:fs";
+import * as path from "node:path";
+import { StackConfigError, validateAppConfig } from "../components/config";
+import { readStackFile, resolveAll, ROOT, setupRun } from "./harness";
+import { Recorder } from "./mocks";
+
+const PROJECT = "talos-platform-app";
+const FOUNDATION = {
+  clusterName: "staging",
+  endpoint: "https://api.staging.example.net:6443",
+  kubernetesCaCertificate: "-----BEGIN CERTIFICATE-----\nK8S CA\n-----END CERTIFICATE-----\n",
+  kubeconfig: "FAKE-SECRET-kubeconfig",
+};
+const TOKENS = {
+  openbaoToken: "FAKE-SECRET-openbao-token",
+  grafanaAuth: "FAKE-SECRET-grafana-token",
+};
+
+/** Runs the app program over a stack file of the repository with the foundation's outputs given. */
+async function runApp(
+  options: {
+    stack?: string;
+    values?: Record<string, unknown>;
+    secrets?: Record<string, string>;
+    foundation?: Record<string, unknown> | null;
+  } = {},
+) {
+  const stack = options.stack ?? "staging";
+  const recorder = new Recorder();
+  const foundationOutputs = options.foundation === null ? {} : (options.foundation ?? FOUNDATION);
+  recorder.behaviour.stackOutputs = { [`organization/talos-platform/${stack}`]: foundationOutputs };
+  await setupRun(options.values ?? readStackFile(stack, "app", PROJECT), {
+    recorder,
+    project: PROJECT,
+    stack,
+    secrets: options.secrets ?? TOKENS,
+  });
+  const { appLayer } = await import("../components/app");
+  const outputs = appLayer();
+  const resolved = await resolveAll(outputs);
+  await recorder.settled();
+  return { recorder, resolved };
+}
+
+describe("app layer", () => {
+  let recorder: Recorder;
+  let resolved: any;
+  before(async () => ({ recorder, resolved } = await runApp()));
+
+  it("reads the foundation's outputs through a stack reference on the same backend", () => {
+    const [reference] = recorder.ofType("pulumi:pulumi:StackReference");
+    assert.equal(reference.inputs.name, "organization/talos-platform/staging");
+    assert.equal(resolved.foundationStack, "organization/talos-platform/staging");
+  });
+
+  it("binds the Kubernetes auth backend to the cluster's API and CA from the foundation", () => {
+    const [backend] = recorder.ofType("vault:index/authBackend:AuthBackend");
+    assert.deepEqual([backend.inputs.type, backend.inputs.path], ["kubernetes", "kubernetes"]);
+    const [config] = recorder.ofType("vault:kubernetes/authBackendConfig:AuthBackendConfig");
+    assert.equal(config.inputs.kubernetesHost, FOUNDATION.endpoint);
+    assert.equal(config.inputs.kubernetesCaCert, FOUNDATION.kubernetesCaCertificate);
+  });
+
+  it("renders one policy per file in app/policies, with the file's content", () => {
+    const policies = recorder
+      .ofType("vault:index/policy:Policy")
+      .map((p) => p.inputs.name)
+      .sort();
+    assert.deepEqual(policies, ["ci-apply", "ci-preview", "external-secrets"]);
+    const external = recorder
+      .ofType("vault:index/policy:Policy")
+      .find((p) => p.inputs.name === "external-secrets")!;
+    assert.equal(
+      external.inputs.policy,
+      readFileSync(path.join(ROOT, "app", "policies", "external-secrets.hcl"), "utf8"),
+    );
+    assert.deepEqual(resolved.openbao.policies, ["ci-apply", "ci-preview", "external-secrets"]);
+  });
+
+  it("binds service accounts to policies, only after the policies exist", () => {
+    const [role] = recorder.ofType("vault:kubernetes/authBackendRole:AuthBackendRole");
+    assert.deepEqual(
+      [
+        role.inputs.roleName,
+        role.inputs.boundServiceAccountNames,
+        role.inputs.boundServiceAccountNamespaces,
+        role.inputs.tokenPolicies,
+        role.inputs.tokenTtl,
+      ],
+      ["external-secrets", ["external-secrets"], ["external-secrets"], ["external-secrets"], 3600],
+    );
+    const policyUrns = recorder.ofType("vault:index/policy:Policy").map((p) => p.urn);
+    assert.ok(policyUrns.every((urn) => role.options.dependencies.includes(urn)));
+  });
+
+  it("mounts a KV version 2 secrets engine", () => {
+    const [kv] = recorder.ofType("vault:index/mount:Mount");
+    assert.deepEqual(
+      [kv.inputs.path, kv.inputs.type, kv.inputs.options],
+      ["secret", "kv", { version: "2" }],
+    );
+  });
+
+  it("lets CI log in with GitHub's OIDC token: read-only anywhere, apply on main only", () => {
+    const [jwt] = recorder.ofType("vault:jwt/authBackend:AuthBackend");
+    assert.equal(jwt.inputs.oidcDiscoveryUrl, "https://token.actions.githubusercontent.com");
+    assert.equal(jwt.inputs.boundIssuer, "https://token.actions.githubusercontent.com");
+    const roles = Object.fromEntries(
+      recorder
+        .ofType("vault:jwt/authBackendRole:AuthBackendRole")
+        .map((r) => [r.inputs.roleName, r.inputs]),
+    );
+    assert.deepEqual(roles["ci-preview"].boundClaims, { repository: "example/homelab" });
+    assert.deepEqual(roles["ci-preview"].tokenPolicies, ["ci-preview"]);
+    assert.deepEqual(roles["ci-apply"].boundClaims, {
+      repository: "example/homelab",
+      ref: "refs/heads/main",
+    });
+    assert.deepEqual(roles["ci-apply"].tokenPolicies, ["ci-apply"]);
+    assert.deepEqual(roles["ci-apply"].boundAudiences, ["openbao"]);
+  });
+
+  it("passes the OpenBao and Grafana tokens to their providers only as secrets", () => {
+    const openbao = recorder.named("openbao-provider");
+    assert.equal(openbao.inputs.address, "https://openbao.staging.example.net");
+    assert.equal(openbao.inputs.token, TOKENS.openbaoToken);
+    assert.ok(openbao.secretPaths.includes("token"));
+    const grafana = recorder.named("grafana-provider");
+    assert.equal(grafana.inputs.auth, TOKENS.grafanaAuth);
+    assert.ok(grafana.secretPaths.includes("auth"));
+  });
+
+  it("creates Grafana's folder, data source and dashboards from the files in app/dashboards", () => {
+    const [folder] = recorder.ofType("grafana:oss/folder:Folder");
+    assert.deepEqual([folder.inputs.uid, folder.inputs.title], ["platform", "Platform"]);
+    const [source] = recorder.ofType("grafana:oss/dataSource:DataSource");
+    assert.deepEqual(
+      [
+        source.inputs.name,
+        source.inputs.type,
+        source.inputs.isDefault,
+        JSON.parse(source.inputs.jsonDataEncoded),
+      ],
+      ["Prometheus", "prometheus", true, { timeInterval: "30s" }],
+    );
+    const dashboards = recorder.ofType("grafana:oss/dashboard:Dashboard");
+    assert.deepEqual(dashboards.map((d) => JSON.parse(d.inputs.configJson).title).sort(), [
+      "Talos nodes",
+      "etcd",
+    ]);
+    assert.ok(dashboards.every((d) => d.inputs.folder === "platform"));
+    assert.deepEqual(resolved.grafana.dashboards, { platform: ["Talos nodes", "etcd"] });
+  });
+
+  it("logs CI in through the JWT role matching its branch", async () => {
+    const ref = process.env.GITHUB_REF;
+    try {
+      for (const [branch, role] of [
+        ["refs/heads/main", "ci-apply"],
+        ["refs/pull/7/merge", "ci-preview"],
+      ]) {
+        process.env.GITHUB_REF = branch;
+        const { recorder: r } = await runApp({
+          secrets: { openbaoJwt: "FAKE-SECRET-oidc", grafanaAuth: TOKENS.grafanaAuth },
+        });
+        const provider = r.named("openbao-provider");
+        // Provider configuration reaches the engine as JSON strings.
+        assert.deepEqual(JSON.parse(provider.inputs.authLoginJwt), {
+          mount: "jwt-github",
+          role,
+          jwt: "FAKE-SECRET-oidc",
+        });
+        assert.equal(provider.inputs.token, undefined);
+        assert.ok(
+          provider.secretPaths.some((p) => p === "authLoginJwt" || p === "authLoginJwt.jwt"),
+        );
+      }
+    } finally {
+      if (ref === undefined) delete process.env.GITHUB_REF;
+      else process.env.GITHUB_REF = ref;
+    }
+  });
+
+  it("fails fast with a clear message when the foundation has no outputs yet", async () => {
+    const failures: unknown[] = [];
+    const record = (reason: unknown) => failures.push(reason);
+    process.on("unhandledRejection", record);
+    try {
+      const { recorder: r } = await runApp({ foundation: null });
+      const message = failures.map(String).join("\n");
+      assert.match(
+        message,
+        /foundation stack organization\/talos-platform\/staging has no endpoint, kubernetesCaCertificate, clusterName output yet/,
+      );
+      assert.match(message, /npm run platform -- up staging/);
+      assert.equal(
+        r.ofType("vault:kubernetes/authBackendConfig:AuthBackendConfig").length,
+        0,
+        "nothing is bound to a cluster that does not exist",
+      );
+    } finally {
+      process.off("unhandledRejection", record);
+    }
+  });
+
+  it("runs over the prod stack file too", async () => {
+    const { recorder: r } = await runApp({
+      stack: "prod",
+      foundation: { ...FOUNDATION, endpoint: "https://api.prod.example.net:6443" },
+    });
+    assert.equal(
+      r.ofType("pulumi:pulumi:StackReference")[0].inputs.name,
+      "organization/talos-platform/prod",
+    );
+    assert.equal(
+      r.ofType("vault:kubernetes/authBackendConfig:AuthBackendConfig")[0].inputs.kubernetesHost,
+      "https://api.prod.example.net:6443",
+    );
+  });
+});
+
+describe("app layer validation", () => {
+  const base = () => readStackFile("staging", "app", PROJECT) as any;
+  const problemsOf = (
+    change: (v: any) => void,
+    secrets = new Set(["openbaoToken", "grafanaAuth"]),
+  ): readonly string[] => {
+    const values = JSON.parse(JSON.stringify(base()));
+    change(values);
+    try {
+      validateAppConfig(values, "staging", secrets);
+      return [];
+    } catch (error) {
+      if (error instanceof StackConfigError) return error.problems;
+      throw error;
+    }
+  };
+
+  it("accepts the repository's stack files", () => {
+    assert.deepEqual(
+      problemsOf(() => undefined),
+      [],
+    );
+  });
+
+  it("names each bad policy file", () => {
+    assert.deepEqual(
+      problemsOf((v) => (v.openbao.policyDir = "../test/fixtures/app/bad-policies")),
+      [
+        'test/fixtures/app/bad-policies/broken.hcl: not an OpenBao policy: no path "…" { capabilities = […] } block',
+        "test/fixtures/app/bad-policies/unclosed.hcl: has a { that is never closed",
+        "openbao.roles[0].policies[0]: policy external-secrets is neither in the policy folder nor in openbao.policies. Known: default",
+        "openbao.ci.previewPolicies[0]: policy ci-preview is neither in the policy folder nor in openbao.policies. Known: default",
+        "openbao.ci.applyPolicies[0]: policy ci-apply is neither in the policy folder nor in openbao.policies. Known: default",
+      ],
+    );
+  });
+
+  it("names a missing dashboard file and one that is not JSON", () => {
+    const problems = problemsOf(
+      (v) =>
+        (v.grafana.folders[0].dashboards = [
+          "platform/gone.json",
+          "../../test/fixtures/app/not-json.json",
+        ]),
+    );
+    assert.equal(problems.length, 2);
+    assert.equal(
+      problems[0],
+      "grafana.folders[0].dashboards[0]: dashboard file app/dashboards/platform/gone.json does not exist. Export the dashboard's JSON model there, or drop it from the list",
+    );
+    // The parser's wording varies between Node releases; the file and the verdict do not.
+    assert.match(problems[1], /^test\/fixtures\/app\/not-json\.json: not valid JSON \(.+\)$/);
+  });
+
+  it("requires a way to log in and Grafana's token, as secrets", () => {
+    assert.deepEqual(
+      problemsOf(() => undefined, new Set()),
+      [
+        "openbaoToken: required (or openbaoJwt in CI), as a secret. The CLI takes it from OPENBAO_TOKEN, or CI from its OIDC token (README: App layer)",
+        "grafanaAuth: required when grafana is set, as a secret. A service-account token; the CLI takes it from GRAFANA_AUTH",
+      ],
+    );
+  });
+
+  it("rejects a role naming a policy that does not exist", () => {
+    assert.deepEqual(
+      problemsOf((v) => v.openbao.roles[0].policies.push("nope")),
+      [
+        "openbao.roles[0].policies[1]: policy nope is neither in the policy folder nor in openbao.policies. Known: ci-apply, ci-preview, default, external-secrets",
+      ],
+    );
+  });
+});
