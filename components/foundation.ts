@@ -19,8 +19,12 @@ export interface FoundationOutputs {
   readonly nodes: pulumi.Output<{ controlplane: AddressesByName; worker: AddressesByName }>;
   readonly talosVersion: string;
   readonly kubernetesVersion: string;
-  /** Hash of the config applied to each pushed node (drift checks compare against it). */
+  /** Hash of the config applied to each pushed node, by node name. */
   readonly configHashes: pulumi.Output<Record<string, string>>;
+  /** Each node's machine config as generated (secret), by node name: drift checks compare nodes to it. */
+  readonly machineConfigurations: pulumi.Output<Record<string, string>>;
+  /** Each node's installer image, by node name: upgrades use it with the target version's tag. */
+  readonly installerImages: pulumi.Output<Record<string, string>>;
   /** Admin kubeconfig (secret). */
   readonly kubeconfig: pulumi.Output<string>;
   /** The Kubernetes API's CA certificate (PEM). */
@@ -102,6 +106,8 @@ export function foundation(): FoundationOutputs {
     talosVersion: spec.cluster.talosVersion,
     kubernetesVersion: spec.cluster.kubernetesVersion,
     configHashes: cluster.configHashes,
+    machineConfigurations: cluster.machineConfigurations,
+    installerImages: cluster.installerImages,
     kubeconfig: cluster.kubeconfig,
     kubernetesCaCertificate: cluster.kubernetesCaCertificate,
     talosconfig: cluster.talosconfig,

@@ -56,13 +56,17 @@ describe("secrets stay secret", () => {
     assert.deepEqual(options("talos:cluster/kubeconfig:Kubeconfig"), ["kubeconfigRaw"]);
   });
 
-  it("exports kubeconfig and talosconfig as secrets and nothing else sensitive in plain text", async () => {
+  it("exports every output that holds key material as a secret", async () => {
     assert.equal(await isSecret(outputs.kubeconfig), true);
     assert.equal(await isSecret(outputs.talosconfig), true);
+    assert.equal(await isSecret(outputs.machineConfigurations), true);
+    const sensitive: string[] = [];
     for (const [key, value] of Object.entries(outputs)) {
-      if (key === "kubeconfig" || key === "talosconfig") continue;
       const plain = JSON.stringify((await (value as any)?.promise?.()) ?? value);
-      assert.ok(!plain.includes(FAKE_SECRET_MARKER), `output ${key} leaks key material`);
+      if (!plain.includes(FAKE_SECRET_MARKER)) continue;
+      sensitive.push(key);
+      assert.equal(await isSecret(value as any), true, `output ${key} leaks key material`);
     }
+    assert.deepEqual(sensitive.sort(), ["kubeconfig", "machineConfigurations", "talosconfig"]);
   });
 });

@@ -50,6 +50,10 @@ export class TalosCluster extends pulumi.ComponentResource {
   public readonly talosconfig: pulumi.Output<string>;
   /** The hash of the config last applied to each pushed node, by node name (for drift checks). */
   public readonly configHashes: pulumi.Output<Record<string, string>>;
+  /** Each node's generated machine config (secret), by node name: what drift checks compare against. */
+  public readonly machineConfigurations: pulumi.Output<Record<string, string>>;
+  /** Each node's Image Factory installer (platform, architecture, schematic, version), by node name. */
+  public readonly installerImages: pulumi.Output<Record<string, string>>;
   /** The health check's result; undefined on previews or when disabled. */
   public readonly health?: pulumi.Output<talos.cluster.GetHealthResult>;
   /** The machine secrets resource (protected). */
@@ -77,8 +81,11 @@ export class TalosCluster extends pulumi.ComponentResource {
     const images = new ImageCatalog(name, cluster.talosVersion, cluster.imageFactory, this);
     const machines = new MachineFactory(cluster, nodes, args.platforms, images, this);
 
-    const configs = nodes.map((node) => {
-      const installer = images.forPlatform(node.platform, node.architecture).urls.installer;
+    const installers = nodes.map(
+      (node) => images.forPlatform(node.platform, node.architecture).urls.installer,
+    );
+    const configs = nodes.map((node, i) => {
+      const installer = installers[i];
       return pulumi.secret(
         talos.machine.getConfigurationOutput(
           {
@@ -197,6 +204,12 @@ export class TalosCluster extends pulumi.ComponentResource {
           .map((m) => pulumi.all([m.node.name, m.apply!.machineConfigurationHash])),
       )
       .apply((pairs) => Object.fromEntries(pairs));
+    const byNodeName = (values: pulumi.Output<string>[]) =>
+      pulumi
+        .all(values)
+        .apply((list) => Object.fromEntries(list.map((v, i) => [nodes[i].name, v])));
+    this.machineConfigurations = pulumi.secret(byNodeName(configs));
+    this.installerImages = byNodeName(installers);
 
     this.registerOutputs({
       endpoint: this.endpoint,
@@ -206,6 +219,8 @@ export class TalosCluster extends pulumi.ComponentResource {
       kubernetesCaCertificate: this.kubernetesCaCertificate,
       talosconfig: this.talosconfig,
       configHashes: this.configHashes,
+      machineConfigurations: this.machineConfigurations,
+      installerImages: this.installerImages,
       health: this.health,
     });
   }
