@@ -1,6 +1,7 @@
 // Everything a command takes from the outside world, in one injectable object: tests pass fakes for
 // the streams, the clock, the environment and the workspace factory.
 import type { Env } from "./backend";
+import type { BwsRunner } from "./bitwarden";
 import type { TextSink } from "./progress";
 import type { WorkspaceFactory } from "./workspace";
 
@@ -29,6 +30,8 @@ export interface CliContext {
   readonly signal?: AbortSignal;
   /** Calls `tick` periodically to redraw the live progress; returns a stop function. */
   readonly startTicker?: (tick: () => void) => () => void;
+  /** Runs the Bitwarden Secrets Manager CLI (injectable for tests). @default the `bws` on PATH */
+  readonly bws?: BwsRunner;
   /** Random bytes for the generated passphrase (injectable for tests). */
   readonly random?: (size: number) => Buffer;
 }

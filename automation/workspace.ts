@@ -8,6 +8,8 @@ import {
   PulumiCommand,
   type Stack,
 } from "@pulumi/pulumi/automation";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { resolvePulumiCommand } from "./pulumiCli";
 
 /** Options every engine operation takes. */
@@ -42,6 +44,11 @@ export interface OpenStackRequest {
   readonly secretsProvider: string;
   /** Create the stack if the backend does not have it (preview, up); otherwise it must exist. */
   readonly create: boolean;
+  /**
+   * Credentials (full config keys) set as secret config for each operation and taken out of the
+   * stack file again afterwards, so they are neither kept nor committed.
+   */
+  readonly secretConfig?: Readonly<Record<string, string>>;
 }
 
 /** The Pulumi CLI that was found. */
@@ -89,13 +96,45 @@ export function localWorkspaceFactory(
       const stack = request.create
         ? await LocalWorkspace.createOrSelectStack(args, workspaceOptions)
         : await LocalWorkspace.selectStack(args, workspaceOptions);
-      return stackOperations(stack);
+      const stackFile = path.join(request.workDir, `Pulumi.${request.stackName}.yaml`);
+      return stackOperations(stack, request.secretConfig ?? {}, stackFile);
     },
   };
 }
 
+/**
+ * Runs `operation` with `values` set as secret config, then puts the stack file back exactly as it
+ * was (the secrets were only ever there encrypted, and only for the run).
+ */
+export async function withSecretConfig<T>(
+  stack: Pick<Stack, "setAllConfig">,
+  values: Readonly<Record<string, string>>,
+  stackFile: string,
+  operation: () => Promise<T>,
+): Promise<T> {
+  const keys = Object.keys(values);
+  if (keys.length === 0) return operation();
+  const original = fs.existsSync(stackFile) ? fs.readFileSync(stackFile) : undefined;
+  try {
+    await stack.setAllConfig(
+      Object.fromEntries(keys.map((key) => [key, { value: values[key], secret: true }])),
+      false,
+    );
+    return await operation();
+  } finally {
+    if (original) fs.writeFileSync(stackFile, original);
+    else fs.rmSync(stackFile, { force: true });
+  }
+}
+
 /** Adapts an Automation API Stack to {@link StackOperations}. */
-export function stackOperations(stack: Stack): StackOperations {
+export function stackOperations(
+  stack: Stack,
+  secretConfig: Readonly<Record<string, string>> = {},
+  stackFile = "",
+): StackOperations {
+  const withSecrets = <T>(operation: () => Promise<T>) =>
+    withSecretConfig(stack, secretConfig, stackFile, operation);
   const common = (options: OperationOptions) => ({
     onEvent: options.onEvent,
     ...(options.onOutput ? { onOutput: options.onOutput } : {}),
@@ -103,16 +142,18 @@ export function stackOperations(stack: Stack): StackOperations {
   });
   return {
     async preview(options) {
-      await stack.preview({ ...common(options), ...(options.diff ? { diff: true } : {}) });
+      await withSecrets(() =>
+        stack.preview({ ...common(options), ...(options.diff ? { diff: true } : {}) }),
+      );
     },
     async up(options) {
-      await stack.up(common(options));
+      await withSecrets(() => stack.up(common(options)));
     },
     async refresh(options) {
-      await stack.refresh(common(options));
+      await withSecrets(() => stack.refresh(common(options)));
     },
     async destroy(options) {
-      await stack.destroy(common(options));
+      await withSecrets(() => stack.destroy(common(options)));
     },
     outputs: () => stack.outputs(),
   };

@@ -15,10 +15,11 @@ export interface BootstrapOutputs {
 
 /** Runs the bootstrap program for the current stack. */
 export function bootstrapLayer(): BootstrapOutputs {
-  const spec = loadBootstrapConfig();
+  const { spec, gcpCredentials } = loadBootstrapConfig();
   const provider = new gcp.Provider("bootstrap-gcp", {
     project: spec.gcp.project,
     region: spec.gcp.region,
+    credentials: gcpCredentials,
   });
   const state = new StateBucket("state", {
     project: spec.gcp.project,

@@ -72,6 +72,8 @@ export function foundation(): FoundationOutputs {
       proxmox: spec.proxmox && { settings: spec.proxmox, apiToken: secrets.proxmoxApiToken },
       oci: spec.oci,
       openstack: spec.openstack,
+      ociPrivateKey: secrets.ociPrivateKey,
+      openstackApplicationCredentialSecret: secrets.openstackApplicationCredentialSecret,
     },
     controlPlaneDocuments: flux
       ? pulumi.output(secrets.fluxDeployKey).apply((key) => [fluxHandoffPatch(flux, key)])
@@ -79,7 +81,12 @@ export function foundation(): FoundationOutputs {
   });
 
   const provider =
-    services.gcp && new gcp.Provider(`${spec.cluster.name}-gcp`, { ...services.gcp });
+    services.gcp &&
+    new gcp.Provider(`${spec.cluster.name}-gcp`, {
+      ...services.gcp,
+      // A service-account key when the CLI found one; else application default credentials.
+      credentials: secrets.gcpCredentials,
+    });
   const unseal =
     services.openbao &&
     new OpenbaoUnsealKey(`${spec.cluster.name}-openbao-unseal`, {

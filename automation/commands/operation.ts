@@ -18,6 +18,8 @@ import {
   resolveLayer,
   selectLayers,
 } from "../layers";
+import { execBws, listBitwardenSecrets } from "../bitwarden";
+import { type ResolvedCredentials, resolveCredentials } from "../credentials";
 import { acquireStackLock } from "../lock";
 import { ProgressRenderer } from "../progress";
 import { previewSection, readSummaryFile, skippedSection, writeSummarySection } from "../summary";
@@ -91,8 +93,22 @@ export async function runOperation(
     );
   }
   const cli = await ctx.workspaces.ensureCli({ install: request.installCli });
+  // Every layer's credentials before any engine work: a missing one names itself and where it was
+  // looked for, and nothing runs. Bitwarden is asked once for the whole run.
+  const bitwarden = await listBitwardenSecrets(ctx.env, ctx.bws ?? execBws);
+  const credentials = new Map(
+    layers.map((layer) => [
+      layer.name,
+      resolveCredentials({
+        layer,
+        stackFile: readStackFile(layer, request.env),
+        env: ctx.env,
+        bitwarden,
+      }),
+    ]),
+  );
   for (const layer of layers) {
-    await runOnLayer(ctx, request, layer, summaryFile, cli.version);
+    await runOnLayer(ctx, request, layer, summaryFile, cli.version, credentials.get(layer.name)!);
   }
   return ExitCode.ok;
 }
@@ -103,6 +119,7 @@ async function runOnLayer(
   layer: Layer,
   summaryFile: string | undefined,
   cliVersion: string,
+  credentials: ResolvedCredentials,
 ): Promise<void> {
   const { operation, env } = request;
   const target = `${layer.name}/${env}`;
@@ -125,6 +142,13 @@ async function runOnLayer(
         ]
       : [];
   for (const note of notes) ctx.stderr.write(`note: ${note}\n`);
+  const found = Object.entries(credentials.sources);
+  if (found.length > 0) {
+    // Names and sources only: a value is never printed.
+    ctx.stdout.write(
+      `${target}: credentials ${found.map(([key, source]) => `${key} (${source})`).join(", ")}\n`,
+    );
+  }
   const lock = acquireStackLock({
     dir: locksDir(ctx.repoRoot),
     layer: layer.name,
@@ -158,6 +182,7 @@ async function runOnLayer(
         envVars: settings.envVars,
         secretsProvider: settings.secrets.provider,
         create: mayCreate,
+        secretConfig: credentials.secretConfig,
       });
       const options = {
         onEvent: (event: EngineEvent) => {

@@ -61,10 +61,14 @@ export function validateBootstrapConfig(
   };
 }
 
-/** Reads and validates the current bootstrap stack's config. */
-export function loadBootstrapConfig(): BootstrapSpec {
+/** Reads and validates the current bootstrap stack's config, and its one secret. */
+export function loadBootstrapConfig(): {
+  spec: BootstrapSpec;
+  /** A GCP service-account key (JSON), when the CLI found one; else application default credentials. */
+  gcpCredentials: pulumi.Output<string> | undefined;
+} {
   const config = new pulumi.Config();
-  return validateBootstrapConfig(
+  const spec = validateBootstrapConfig(
     {
       gcp: config.getObject<unknown>("gcp"),
       stateBucket: config.getObject<unknown>("stateBucket"),
@@ -74,4 +78,5 @@ export function loadBootstrapConfig(): BootstrapSpec {
     },
     `bootstrap/Pulumi.${pulumi.getStack()}.yaml`,
   );
+  return { spec, gcpCredentials: config.getSecret("gcpCredentials") };
 }

@@ -10,10 +10,22 @@ export interface PlatformSecrets {
   readonly proxmoxApiToken?: pulumi.Output<string>;
   /** The private key Flux reads an ssh:// repository with. */
   readonly fluxDeployKey?: pulumi.Output<string>;
+  /** A GCP service-account key (JSON); else application default credentials. */
+  readonly gcpCredentials?: pulumi.Output<string>;
+  /** The OCI API signing key (PEM); else ~/.oci/config or the OCI_* variables. */
+  readonly ociPrivateKey?: pulumi.Output<string>;
+  /** An OpenStack application credential secret; else clouds.yaml or the OS_* variables. */
+  readonly openstackApplicationCredentialSecret?: pulumi.Output<string>;
 }
 
 /** The secret keys this program reads. */
-const SECRET_KEYS = ["proxmoxApiToken", "fluxDeployKey"] as const;
+const SECRET_KEYS = [
+  "proxmoxApiToken",
+  "fluxDeployKey",
+  "gcpCredentials",
+  "ociPrivateKey",
+  "openstackApplicationCredentialSecret",
+] as const;
 
 /** Which of the program's secret keys the stack sets, without reading (or logging) their values. */
 function presentSecretKeys(): Set<string> {
@@ -52,6 +64,11 @@ export function loadPlatformConfig(): LoadedConfig {
     secrets: {
       proxmoxApiToken: config.getSecret("proxmoxApiToken"),
       fluxDeployKey: config.getSecret("fluxDeployKey"),
+      gcpCredentials: config.getSecret("gcpCredentials"),
+      ociPrivateKey: config.getSecret("ociPrivateKey"),
+      openstackApplicationCredentialSecret: config.getSecret(
+        "openstackApplicationCredentialSecret",
+      ),
     },
   };
 }

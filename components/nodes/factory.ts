@@ -15,6 +15,10 @@ export interface PlatformSettings {
   readonly proxmox?: { readonly settings: ProxmoxSpec; readonly apiToken?: pulumi.Output<string> };
   readonly oci?: OciSpec;
   readonly openstack?: OpenstackSpec;
+  /** The OCI API signing key (secret); else the provider's own sources. */
+  readonly ociPrivateKey?: pulumi.Output<string>;
+  /** The OpenStack application credential secret; else the provider's own sources. */
+  readonly openstackApplicationCredentialSecret?: pulumi.Output<string>;
 }
 
 function required<T>(value: T | undefined, platform: string): T {
@@ -119,7 +123,13 @@ export class MachineFactory {
     ];
     this.oci ??= new OciPlatform(
       `${this.cluster.name}-oci`,
-      { settings, clusterName: this.cluster.name, talosVersion: this.cluster.talosVersion, shapes },
+      {
+        settings,
+        clusterName: this.cluster.name,
+        talosVersion: this.cluster.talosVersion,
+        shapes,
+        privateKey: this.settings.ociPrivateKey,
+      },
       { parent: this.parent },
     );
     return this.oci;
@@ -138,6 +148,7 @@ export class MachineFactory {
         talosVersion: this.cluster.talosVersion,
         image: this.images.forPlatform("openstack"),
         vip: controlPlaneHere ? this.cluster.vip : undefined,
+        applicationCredentialSecret: this.settings.openstackApplicationCredentialSecret,
       },
       { parent: this.parent },
     );

@@ -9,6 +9,8 @@ export interface OciPlatformArgs {
   readonly talosVersion: string;
   /** The shapes the cluster's OCI nodes use (an imported image must be declared compatible with each). */
   readonly shapes: readonly string[];
+  /** The API signing key (secret), when the CLI found one; else ~/.oci/config or OCI_* variables. */
+  readonly privateKey?: pulumi.Output<string>;
 }
 
 /**
@@ -27,7 +29,7 @@ export class OciPlatform extends pulumi.ComponentResource {
     const { settings } = args;
     this.provider = new oci.Provider(
       `${name}-provider`,
-      { region: settings.region },
+      { region: settings.region, ...(args.privateKey ? { privateKey: args.privateKey } : {}) },
       { parent: this },
     );
     const resourceOpts = { parent: this, provider: this.provider };

@@ -12,6 +12,8 @@ export interface OpenstackPlatformArgs {
   readonly image: PlatformImage;
   /** The control planes' VIP, when they share one. */
   readonly vip?: string;
+  /** An application credential secret (secret); else clouds.yaml or the OS_* variables. */
+  readonly applicationCredentialSecret?: pulumi.Output<string>;
 }
 
 /** Ports a node's Talos and Kubernetes APIs listen on, opened to `apiAllowedCidrs`. */
@@ -37,7 +39,12 @@ export class OpenstackPlatform extends pulumi.ComponentResource {
     const { settings, clusterName } = args;
     this.provider = new openstack.Provider(
       `${name}-provider`,
-      settings.region ? { region: settings.region } : {},
+      {
+        ...(settings.region ? { region: settings.region } : {}),
+        ...(args.applicationCredentialSecret
+          ? { applicationCredentialSecret: args.applicationCredentialSecret }
+          : {}),
+      },
       { parent: this },
     );
     const resourceOpts = { parent: this, provider: this.provider };

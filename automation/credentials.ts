@@ -1,0 +1,164 @@
+// The credentials each layer's program needs, and where the CLI finds them: Bitwarden Secrets Manager
+// first, then environment variables, then a value already set on the stack (`pulumi config set
+// --secret`). Found values reach the program as secret config for the run only.
+import * as path from "node:path";
+import type { Env } from "./backend";
+import { ExitCode, UserError } from "./errors";
+import type { Layer, LayerName, StackFile } from "./layers";
+
+/** A secret a layer's program reads from its config. */
+export interface Credential {
+  /** The config key under the layer's project namespace (`talos-platform:fluxDeployKey`). */
+  readonly configKey: string;
+  /** The secret's key in Bitwarden Secrets Manager. */
+  readonly bitwardenKey: string;
+  /** The environment variable that may hold it. */
+  readonly envVar: string;
+  /** What it is for, for messages and the README. */
+  readonly what: string;
+  /** Whether this stack cannot run without it (otherwise the provider's own defaults apply). */
+  readonly requiredBy: (config: Readonly<Record<string, unknown>>, project: string) => boolean;
+}
+
+const nodes = (config: Readonly<Record<string, unknown>>, project: string) =>
+  Array.isArray(config[`${project}:nodes`])
+    ? (config[`${project}:nodes`] as { platform?: unknown }[])
+    : [];
+const usesPlatform =
+  (platform: string) => (config: Readonly<Record<string, unknown>>, project: string) =>
+    nodes(config, project).some((n) => n?.platform === platform);
+const never = () => false;
+
+/** Every credential, by layer. */
+export const CREDENTIALS: Readonly<Record<LayerName, readonly Credential[]>> = {
+  bootstrap: [
+    {
+      configKey: "gcpCredentials",
+      bitwardenKey: "gcp-credentials",
+      envVar: "GOOGLE_CREDENTIALS",
+      what: "GCP service-account key (JSON); else application default credentials",
+      requiredBy: never,
+    },
+  ],
+  foundation: [
+    {
+      configKey: "proxmoxApiToken",
+      bitwardenKey: "proxmox-api-token",
+      envVar: "PROXMOX_VE_API_TOKEN",
+      what: "Proxmox API token (user@realm!id=uuid)",
+      requiredBy: usesPlatform("proxmox"),
+    },
+    {
+      configKey: "fluxDeployKey",
+      bitwardenKey: "flux-deploy-key",
+      envVar: "FLUX_DEPLOY_KEY",
+      what: "SSH private key Flux reads the Git repository with",
+      requiredBy: (config, project) => {
+        const flux = config[`${project}:flux`] as { repository?: unknown } | undefined;
+        return typeof flux?.repository === "string" && flux.repository.startsWith("ssh://");
+      },
+    },
+    {
+      configKey: "gcpCredentials",
+      bitwardenKey: "gcp-credentials",
+      envVar: "GOOGLE_CREDENTIALS",
+      what: "GCP service-account key (JSON); else application default credentials",
+      requiredBy: never,
+    },
+    {
+      configKey: "ociPrivateKey",
+      bitwardenKey: "oci-private-key",
+      envVar: "OCI_PRIVATE_KEY",
+      what: "OCI API signing key (PEM); else ~/.oci/config",
+      requiredBy: never,
+    },
+    {
+      configKey: "openstackApplicationCredentialSecret",
+      bitwardenKey: "openstack-application-credential-secret",
+      envVar: "OS_APPLICATION_CREDENTIAL_SECRET",
+      what: "OpenStack application credential secret; else clouds.yaml / OS_* variables",
+      requiredBy: never,
+    },
+  ],
+  app: [
+    {
+      configKey: "openbaoToken",
+      bitwardenKey: "openbao-token",
+      envVar: "OPENBAO_TOKEN",
+      what: "OpenBao token of the operator (CI logs in with openbaoJwt instead)",
+      requiredBy: never,
+    },
+    {
+      configKey: "openbaoJwt",
+      bitwardenKey: "openbao-jwt",
+      envVar: "OPENBAO_JWT",
+      what: "CI's OIDC token for OpenBao's JWT auth",
+      requiredBy: never,
+    },
+    {
+      configKey: "grafanaAuth",
+      bitwardenKey: "grafana-auth",
+      envVar: "GRAFANA_AUTH",
+      what: "Grafana service-account token",
+      requiredBy: (config, project) => config[`${project}:grafana`] !== undefined,
+    },
+  ],
+};
+
+/** Where a resolved credential came from. */
+export type CredentialSource = "bitwarden" | "environment" | "stack";
+
+/** The credentials found for one layer: config values for the run, and the source of each. */
+export interface ResolvedCredentials {
+  /** Full config keys (`project:key`) to set as secrets for the run. */
+  readonly secretConfig: Readonly<Record<string, string>>;
+  readonly sources: Readonly<Record<string, CredentialSource>>;
+}
+
+/**
+ * Finds every credential the layer declares, in order: Bitwarden, the environment, the stack file.
+ * A required one found nowhere is an error naming it and every place looked; nothing is printed of a
+ * value. `bitwarden` is the listing of one `bws secret list`, shared by the layers of a run.
+ */
+export function resolveCredentials(input: {
+  readonly layer: Layer;
+  readonly stackFile: StackFile;
+  readonly env: Env;
+  readonly bitwarden: ReadonlyMap<string, string> | undefined;
+}): ResolvedCredentials {
+  const { layer, stackFile, env, bitwarden } = input;
+  const secretConfig: Record<string, string> = {};
+  const sources: Record<string, CredentialSource> = {};
+  const missing: Credential[] = [];
+  for (const credential of CREDENTIALS[layer.name]) {
+    const key = `${layer.project}:${credential.configKey}`;
+    const fromBitwarden = bitwarden?.get(credential.bitwardenKey);
+    const fromEnv = env[credential.envVar];
+    if (fromBitwarden) {
+      secretConfig[key] = fromBitwarden;
+      sources[credential.configKey] = "bitwarden";
+    } else if (fromEnv) {
+      secretConfig[key] = fromEnv;
+      sources[credential.configKey] = "environment";
+    } else if (stackFile.config[key] !== undefined) {
+      sources[credential.configKey] = "stack";
+    } else if (credential.requiredBy(stackFile.config, layer.project)) {
+      missing.push(credential);
+    }
+  }
+  if (missing.length > 0) {
+    const looked = (c: Credential) =>
+      `${c.configKey} (${c.what}): Bitwarden secret "${c.bitwardenKey}"${bitwarden ? "" : " (BWS_ACCESS_TOKEN not set)"}, ` +
+      `environment variable ${c.envVar}, or \`pulumi config set --secret ${c.configKey}\``;
+    throw new UserError(
+      {
+        what: `${layer.name} (${path.basename(stackFile.path)})`,
+        problem: `missing credential${missing.length > 1 ? "s" : ""} ${missing.map((c) => c.configKey).join(", ")}`,
+        got: "none of the places below",
+        fix: `Provide ${missing.length > 1 ? "each" : "it"} in one of: ${missing.map(looked).join("; ")}`,
+      },
+      ExitCode.usage,
+    );
+  }
+  return { secretConfig, sources };
+}

@@ -1,0 +1,260 @@
+import { strict as assert } from "node:assert";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { type BwsRunner, listBitwardenSecrets, parseSecretList } from "../../automation/bitwarden";
+import { runCli } from "../../automation/cli";
+import { CREDENTIALS, resolveCredentials } from "../../automation/credentials";
+import { ExitCode, UserError } from "../../automation/errors";
+import { resolveLayer, readStackFile } from "../../automation/layers";
+import { withSecretConfig } from "../../automation/workspace";
+import { cleanupRepos, makeRepo, testContext } from "./helpers";
+
+/** A foundation stack that needs the Proxmox token and the Flux deploy key. */
+const NEEDY_STACK = [
+  "config:",
+  "  talos-platform:nodes:",
+  "    - { name: cp-1, role: controlplane, platform: proxmox }",
+  "  talos-platform:flux:",
+  "    repository: ssh://git@github.com/example/homelab.git",
+  "",
+].join("\n");
+
+/** A fake `bws` that records its calls and lists the given secrets. */
+function fakeBws(
+  secrets: Record<string, string>,
+): BwsRunner & { calls: { args: readonly string[]; token?: string }[] } {
+  const calls: { args: readonly string[]; token?: string }[] = [];
+  const run = (async (args, env) => {
+    calls.push({ args, token: env.BWS_ACCESS_TOKEN });
+    return JSON.stringify(
+      Object.entries(secrets).map(([key, value], i) => ({
+        object: "secret",
+        id: `id-${i}`,
+        key,
+        value,
+        note: "",
+      })),
+    );
+  }) as BwsRunner & { calls: typeof calls };
+  run.calls = calls;
+  return run;
+}
+
+describe("credentials", () => {
+  afterEach(cleanupRepos);
+
+  const resolve = (env: Record<string, string>, bitwarden?: Map<string, string>) => {
+    const repo = makeRepo({
+      foundation: { project: "talos-platform", stacks: { staging: NEEDY_STACK } },
+    });
+    const layer = resolveLayer(repo, "foundation");
+    return resolveCredentials({
+      layer,
+      stackFile: readStackFile(layer, "staging"),
+      env,
+      bitwarden,
+    });
+  };
+
+  it("takes a credential from Bitwarden before the environment", () => {
+    const resolved = resolve(
+      { PROXMOX_VE_API_TOKEN: "from-env", FLUX_DEPLOY_KEY: "key-from-env" },
+      new Map([["proxmox-api-token", "from-bitwarden"]]),
+    );
+    assert.deepEqual(resolved.secretConfig, {
+      "talos-platform:proxmoxApiToken": "from-bitwarden",
+      "talos-platform:fluxDeployKey": "key-from-env",
+    });
+    assert.deepEqual(resolved.sources, {
+      proxmoxApiToken: "bitwarden",
+      fluxDeployKey: "environment",
+    });
+  });
+
+  it("names every missing required credential and every place it looked", () => {
+    assert.throws(
+      () => resolve({ FLUX_DEPLOY_KEY: "k" }),
+      (error: UserError) =>
+        error.exitCode === ExitCode.usage &&
+        error.message ===
+          "foundation (Pulumi.staging.yaml): missing credential proxmoxApiToken; got none of the places below. Provide it in one of: " +
+            'proxmoxApiToken (Proxmox API token (user@realm!id=uuid)): Bitwarden secret "proxmox-api-token" (BWS_ACCESS_TOKEN not set), ' +
+            "environment variable PROXMOX_VE_API_TOKEN, or `pulumi config set --secret proxmoxApiToken`",
+    );
+  });
+
+  it("accepts a credential already set on the stack, and leaves optional ones to the providers", () => {
+    const repo = makeRepo({
+      foundation: {
+        project: "talos-platform",
+        stacks: {
+          staging: `${NEEDY_STACK}  talos-platform:proxmoxApiToken:\n    secure: v1:abc\n  talos-platform:fluxDeployKey:\n    secure: v1:def\n`,
+        },
+      },
+    });
+    const layer = resolveLayer(repo, "foundation");
+    const resolved = resolveCredentials({
+      layer,
+      stackFile: readStackFile(layer, "staging"),
+      env: {},
+      bitwarden: undefined,
+    });
+    assert.deepEqual(resolved.secretConfig, {});
+    assert.deepEqual(resolved.sources, { proxmoxApiToken: "stack", fluxDeployKey: "stack" });
+  });
+
+  it("declares the foundation's credentials, none of them from OpenBao", () => {
+    assert.deepEqual(
+      CREDENTIALS.foundation.map((c) => [c.configKey, c.bitwardenKey, c.envVar]),
+      [
+        ["proxmoxApiToken", "proxmox-api-token", "PROXMOX_VE_API_TOKEN"],
+        ["fluxDeployKey", "flux-deploy-key", "FLUX_DEPLOY_KEY"],
+        ["gcpCredentials", "gcp-credentials", "GOOGLE_CREDENTIALS"],
+        ["ociPrivateKey", "oci-private-key", "OCI_PRIVATE_KEY"],
+        [
+          "openstackApplicationCredentialSecret",
+          "openstack-application-credential-secret",
+          "OS_APPLICATION_CREDENTIAL_SECRET",
+        ],
+      ],
+    );
+    assert.ok(
+      CREDENTIALS.foundation.every(
+        (c) => !/openbao|vault/i.test(`${c.configKey} ${c.bitwardenKey} ${c.envVar}`),
+      ),
+    );
+  });
+
+  describe("Bitwarden", () => {
+    it("lists the project's secrets with bws and the access token", async () => {
+      const bws = fakeBws({ "proxmox-api-token": "t" });
+      const secrets = await listBitwardenSecrets(
+        { BWS_ACCESS_TOKEN: "0.token", BWS_PROJECT_ID: "proj-1" },
+        bws,
+      );
+      assert.deepEqual([...secrets!.entries()], [["proxmox-api-token", "t"]]);
+      assert.deepEqual(bws.calls, [
+        { args: ["secret", "list", "proj-1", "--output", "json"], token: "0.token" },
+      ]);
+    });
+
+    it("is not asked at all without BWS_ACCESS_TOKEN", async () => {
+      const bws = fakeBws({});
+      assert.equal(await listBitwardenSecrets({}, bws), undefined);
+      assert.deepEqual(bws.calls, []);
+    });
+
+    it("says what to install when the token is set but bws is missing", async () => {
+      const missing: BwsRunner = async () => {
+        throw Object.assign(new Error("spawn bws ENOENT"), { code: "ENOENT" });
+      };
+      await assert.rejects(
+        listBitwardenSecrets({ BWS_ACCESS_TOKEN: "0.t" }, missing),
+        (error: UserError) =>
+          error.message.startsWith(
+            "bws: BWS_ACCESS_TOKEN is set but the Bitwarden Secrets Manager CLI is not installed",
+          ),
+      );
+    });
+
+    it("reports a failing bws without echoing the token", async () => {
+      const failing: BwsRunner = async () => {
+        throw Object.assign(new Error("exit 1"), {
+          stderr: "Error: [400 Bad Request] access token is invalid\n",
+        });
+      };
+      await assert.rejects(
+        listBitwardenSecrets({ BWS_ACCESS_TOKEN: "0.secret-token" }, failing),
+        (error: UserError) =>
+          error.message.includes("access token is invalid") &&
+          !error.message.includes("0.secret-token"),
+      );
+    });
+
+    it("ignores entries that are not secrets", () => {
+      assert.deepEqual(
+        [...parseSecretList('[{"key":"a","value":"1"},{"id":"x"},null]').entries()],
+        [["a", "1"]],
+      );
+    });
+  });
+
+  describe("in a run", () => {
+    it("asks Bitwarden once, hands the values to the stack as secret config and prints only names", async () => {
+      const repo = makeRepo({
+        foundation: { project: "talos-platform", stacks: { staging: NEEDY_STACK } },
+      });
+      const bws = fakeBws({
+        "proxmox-api-token": "pve-FAKE-SECRET",
+        "flux-deploy-key": "flux-FAKE-SECRET",
+      });
+      const ctx = testContext({ repoRoot: repo, env: { BWS_ACCESS_TOKEN: "0.t" }, bws });
+      assert.equal(await runCli(["up", "staging"], ctx), ExitCode.ok);
+      assert.equal(bws.calls.length, 1);
+      const [open] = ctx.workspaces.callsOf("openStack");
+      assert.deepEqual(open.request.secretConfig, {
+        "talos-platform:proxmoxApiToken": "pve-FAKE-SECRET",
+        "talos-platform:fluxDeployKey": "flux-FAKE-SECRET",
+      });
+      const printed = ctx.stdout.text + ctx.stderr.text;
+      assert.match(
+        printed,
+        /credentials proxmoxApiToken \(bitwarden\), fluxDeployKey \(bitwarden\)/,
+      );
+      assert.doesNotMatch(printed, /FAKE-SECRET/);
+    });
+
+    it("refuses before any engine work when a required credential is missing", async () => {
+      const repo = makeRepo({
+        foundation: { project: "talos-platform", stacks: { staging: NEEDY_STACK } },
+      });
+      const ctx = testContext({ repoRoot: repo, env: {} });
+      assert.equal(await runCli(["up", "staging"], ctx), ExitCode.usage);
+      assert.match(ctx.stderr.text, /missing credentials proxmoxApiToken, fluxDeployKey/);
+      assert.equal(ctx.workspaces.callsOf("openStack").length, 0);
+      assert.equal(ctx.workspaces.callsOf("operation").length, 0);
+    });
+  });
+
+  describe("secret config for one run", () => {
+    it("sets the values as secrets and restores the stack file byte for byte", async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "secret-config-"));
+      const file = path.join(dir, "Pulumi.staging.yaml");
+      const original = "# comment kept\nconfig:\n  talos-platform:cluster: {name: x}\n";
+      fs.writeFileSync(file, original);
+      const calls: unknown[] = [];
+      const stack = {
+        setAllConfig: async (config: unknown) => {
+          calls.push(config);
+          fs.appendFileSync(file, "  talos-platform:proxmoxApiToken:\n    secure: v1:cipher\n");
+        },
+      };
+      const seen = await withSecretConfig(
+        stack as any,
+        { "talos-platform:proxmoxApiToken": "t" },
+        file,
+        async () => fs.readFileSync(file, "utf8"),
+      );
+      assert.match(seen, /secure: v1:cipher/, "the engine sees the secret during the run");
+      assert.deepEqual(calls, [{ "talos-platform:proxmoxApiToken": { value: "t", secret: true } }]);
+      assert.equal(fs.readFileSync(file, "utf8"), original);
+      fs.rmSync(dir, { recursive: true, force: true });
+    });
+
+    it("restores the file even when the operation fails", async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "secret-config-"));
+      const file = path.join(dir, "Pulumi.staging.yaml");
+      fs.writeFileSync(file, "config: {}\n");
+      const stack = { setAllConfig: async () => fs.appendFileSync(file, "x: 1\n") };
+      await assert.rejects(
+        withSecretConfig(stack as any, { "a:b": "c" }, file, async () => {
+          throw new Error("engine failed");
+        }),
+        /engine failed/,
+      );
+      assert.equal(fs.readFileSync(file, "utf8"), "config: {}\n");
+      fs.rmSync(dir, { recursive: true, force: true });
+    });
+  });
+});
