@@ -11,6 +11,7 @@ import {
   writeCredential,
 } from "./commands";
 import type { CliContext } from "./context";
+import { DAY_TWO_EXAMPLES, registerDayTwoCommands } from "./commands/dayTwo";
 import { ExitCode, type ExitCodeValue, reportError } from "./errors";
 import type { Operation } from "./guards";
 import { DEFAULT_LAYER, LAYER_CHOICES, LAYER_NAMES, type LayerName } from "./layers";
@@ -30,11 +31,12 @@ Examples:
   ${INVOCATION} kubeconfig staging --out ~/.kube/staging.yaml
   ${INVOCATION} talosconfig staging
   ${INVOCATION} destroy prod --yes-destroy-prod
+${DAY_TWO_EXAMPLES.map((example) => `  ${INVOCATION} ${example}`).join("\n")}
 
 Layers: bootstrap (bootstrap/), foundation (the repository root, default), app (app/);
 --layer all runs every layer that exists (bootstrap, foundation, app; reversed for destroy).
 Exit codes: 0 ok, 1 operation failed, 2 usage error, 3 refused by a guard, 4 stack locked,
-5 Pulumi CLI missing, 130 interrupted.`;
+5 Pulumi CLI (or talosctl) missing, 6 drift found, 130 interrupted.`;
 
 interface LayerOption {
   layer: LayerName | "all";
@@ -159,6 +161,8 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
     .action((options: LayerOption) => {
       done(listStacks(ctx, options.layer));
     });
+
+  registerDayTwoCommands(program, ctx, done);
 
   return program;
 }

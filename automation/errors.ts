@@ -15,8 +15,10 @@ export const ExitCode = {
   refused: 3,
   /** Another run holds the stack (the CLI's lock or the engine's). */
   locked: 4,
-  /** The Pulumi CLI is missing, too old or could not be installed. */
+  /** The Pulumi CLI is missing, too old or could not be installed (or talosctl is missing, for day-two commands). */
   missingCli: 5,
+  /** `drift`: a node differs from the stack (versions or machine config). */
+  drift: 6,
   /** Interrupted by a signal. */
   interrupted: 130,
 } as const;

@@ -1,0 +1,241 @@
+// Registers the day-two commands (preflight, upgrade talos|kubernetes, etcd snapshot|restore,
+// replace-node, drift) on the CLI's commander program; the work is in automation/dayTwo/.
+import { type Command, Option } from "commander";
+import type { CliContext } from "../context";
+import type { ExitCodeValue } from "../errors";
+import {
+  DEFAULT_KEEP_SNAPSHOTS,
+  drift,
+  etcdRestore,
+  etcdSnapshot,
+  parseKeep,
+  parseMaxUnavailable,
+  preflight,
+  replaceNode,
+  upgradeKubernetes,
+  upgradeTalos,
+} from "../dayTwo";
+
+/** Examples for the CLI's help. */
+export const DAY_TWO_EXAMPLES = [
+  "preflight staging",
+  "upgrade talos staging --to v1.14.1",
+  "upgrade talos prod --to v1.14.1 --max-unavailable 2 --resume",
+  "upgrade kubernetes staging --to 1.37.1",
+  "etcd snapshot staging",
+  "etcd restore staging --from .pulumi-state/etcd-snapshots/staging/<file>.snapshot",
+  "replace-node staging stg-cp-2",
+  "drift prod",
+];
+
+interface Common {
+  installCli?: boolean;
+}
+
+const envArgument = "environment: the stack name (a Pulumi.<env>.yaml of the foundation layer)";
+
+function installCli(): Option {
+  return new Option(
+    "--install-cli",
+    "install the Pulumi CLI into ~/.pulumi/versions/<sdk version> when it is missing (outputs are read through it)",
+  );
+}
+
+function keepOption(): Option {
+  return new Option(
+    "--keep-snapshots <n>",
+    "how many local etcd snapshots of this environment to keep",
+  )
+    .argParser(parseKeep)
+    .default(DEFAULT_KEEP_SNAPSHOTS);
+}
+
+/** Adds the day-two commands; `done` receives each command's exit code. */
+export function registerDayTwoCommands(
+  program: Command,
+  ctx: CliContext,
+  done: (code: ExitCodeValue) => void,
+): void {
+  program
+    .command("preflight")
+    .description(
+      "every check a change needs, all reported at once (versions, talosctl, nodes, etcd)",
+    )
+    .argument("<env>", envArgument)
+    .option(
+      "--talos <version>",
+      "check an upgrade to this Talos version (default: the stack file's)",
+    )
+    .option(
+      "--kubernetes <version>",
+      "check an upgrade to this Kubernetes version (default: the stack file's)",
+    )
+    .addOption(installCli())
+    .action(async (env: string, options: Common & { talos?: string; kubernetes?: string }) => {
+      done(
+        await preflight(ctx, {
+          env,
+          installCli: options.installCli === true,
+          ...(options.talos !== undefined ? { talos: options.talos } : {}),
+          ...(options.kubernetes !== undefined ? { kubernetes: options.kubernetes } : {}),
+        }),
+      );
+    });
+
+  const upgrade = program
+    .command("upgrade")
+    .description(
+      "rolling upgrades of Talos or Kubernetes through talosctl (then the stack file is bumped)",
+    );
+  upgrade
+    .command("talos")
+    .description(
+      "upgrade Talos node by node: control planes one at a time, then workers, gated on health",
+    )
+    .argument("<env>", envArgument)
+    .requiredOption(
+      "--to <version>",
+      "the Talos version to upgrade to, e.g. v1.14.1 (one minor at a time)",
+    )
+    .addOption(
+      new Option("--max-unavailable <n>", "workers upgraded at once")
+        .argParser(parseMaxUnavailable)
+        .default(1),
+    )
+    .option("--resume", "continue a roll that stopped: skip nodes already on the target")
+    .option("--no-write", "do not update the stack file; print the line to commit instead")
+    .addOption(keepOption())
+    .addOption(installCli())
+    .action(
+      async (
+        env: string,
+        options: Common & {
+          to: string;
+          maxUnavailable: number;
+          resume?: boolean;
+          write: boolean;
+          keepSnapshots: number;
+        },
+      ) => {
+        done(
+          await upgradeTalos(ctx, {
+            env,
+            to: options.to,
+            maxUnavailable: options.maxUnavailable,
+            resume: options.resume === true,
+            write: options.write,
+            keepSnapshots: options.keepSnapshots,
+            installCli: options.installCli === true,
+          }),
+        );
+      },
+    );
+  upgrade
+    .command("kubernetes")
+    .description("upgrade Kubernetes with talosctl upgrade-k8s (dry run first), gated on health")
+    .argument("<env>", envArgument)
+    .requiredOption(
+      "--to <version>",
+      "the Kubernetes version to upgrade to, e.g. 1.37.1 (one minor at a time)",
+    )
+    .option("--no-write", "do not update the stack file; print the line to commit instead")
+    .addOption(keepOption())
+    .addOption(installCli())
+    .action(
+      async (
+        env: string,
+        options: Common & { to: string; write: boolean; keepSnapshots: number },
+      ) => {
+        done(
+          await upgradeKubernetes(ctx, {
+            env,
+            to: options.to,
+            write: options.write,
+            keepSnapshots: options.keepSnapshots,
+            installCli: options.installCli === true,
+          }),
+        );
+      },
+    );
+
+  const etcd = program.command("etcd").description("etcd snapshots and disaster recovery");
+  etcd
+    .command("snapshot")
+    .description(
+      "take an etcd snapshot into .pulumi-state/etcd-snapshots/<env>/ (mode 0600) and print its path",
+    )
+    .argument("<env>", envArgument)
+    .option("--out <file>", "write it here instead (not pruned)")
+    .addOption(keepOption())
+    .addOption(installCli())
+    .action(async (env: string, options: Common & { out?: string; keepSnapshots: number }) => {
+      done(
+        await etcdSnapshot(ctx, {
+          env,
+          keepSnapshots: options.keepSnapshots,
+          installCli: options.installCli === true,
+          ...(options.out !== undefined ? { out: options.out } : {}),
+        }),
+      );
+    });
+  etcd
+    .command("restore")
+    .description(
+      "restore etcd from a snapshot after lost quorum (Talos' disaster recovery, step by step)",
+    )
+    .argument("<env>", envArgument)
+    .requiredOption("--from <file>", "the snapshot to restore")
+    .option("--yes", "confirm every step in advance (non-interactive)")
+    .option(
+      "--allow-healthy",
+      "restore even though etcd has quorum (a drill: the cluster goes back to the snapshot)",
+    )
+    .addOption(installCli())
+    .action(
+      async (
+        env: string,
+        options: Common & { from: string; yes?: boolean; allowHealthy?: boolean },
+      ) => {
+        done(
+          await etcdRestore(ctx, {
+            env,
+            from: options.from,
+            yes: options.yes === true,
+            allowHealthy: options.allowHealthy === true,
+            installCli: options.installCli === true,
+          }),
+        );
+      },
+    );
+
+  program
+    .command("replace-node")
+    .description(
+      "take a failed node out cleanly (its etcd member for a control plane), then say how up replaces it",
+    )
+    .argument("<env>", envArgument)
+    .argument("<node>", "the node's name in the stack file")
+    .option("--yes", "confirm the etcd member removal in advance")
+    .addOption(installCli())
+    .action(async (env: string, node: string, options: Common & { yes?: boolean }) => {
+      done(
+        await replaceNode(ctx, {
+          env,
+          node,
+          yes: options.yes === true,
+          installCli: options.installCli === true,
+        }),
+      );
+    });
+
+  program
+    .command("drift")
+    .description(
+      "compare each node's Talos, Kubernetes and machine config with the stack; exit 6 on drift",
+    )
+    .argument("<env>", envArgument)
+    .addOption(installCli())
+    .action(async (env: string, options: Common) => {
+      done(await drift(ctx, { env, installCli: options.installCli === true }));
+    });
+}

@@ -1,0 +1,175 @@
+// `drift <env>`: for every node, what the stack says against what the node runs: the Talos version,
+// the kubelet's Kubernetes version, and the machine config (compared as data, see configCompare.ts).
+// A table, then the paths that differ; exit 6 on drift so a scheduled job can alert on it.
+import * as path from "node:path";
+import type { CliContext } from "../context";
+import { ExitCode, type ExitCodeValue } from "../errors";
+import { type DeployedCluster, loadCluster } from "./cluster";
+import { configDifferences } from "./configCompare";
+import { dayTwoDeps } from "./deps";
+import { sameVersion } from "./gates";
+import { withTalos } from "./session";
+import type { TalosClient } from "./talosClient";
+
+/** One node's comparison. */
+export interface NodeDrift {
+  readonly name: string;
+  readonly role: string;
+  /** `ok`, `drift`, `unreachable` or `not deployed`. */
+  readonly status: "ok" | "drift" | "unreachable" | "not deployed";
+  readonly talos: string;
+  readonly kubernetes: string;
+  readonly config: string;
+  /** Paths at which the config differs. */
+  readonly configPaths: readonly string[];
+  readonly error?: string;
+}
+
+/** How many config paths are listed per node before "… and N more". */
+const MAX_PATHS = 15;
+
+function versionCell(
+  want: string,
+  got: string | undefined,
+  same: (a: string, b: string) => boolean,
+): { cell: string; drift: boolean } {
+  if (got === undefined) return { cell: "?", drift: false };
+  return same(want, got)
+    ? { cell: got, drift: false }
+    : { cell: `${got} (stack: ${want})`, drift: true };
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Compares every node with the stack; never throws for a node that does not answer. */
+export async function compareNodes(
+  client: TalosClient,
+  cluster: DeployedCluster,
+): Promise<NodeDrift[]> {
+  const want = cluster.stack;
+  const rows: NodeDrift[] = [];
+  for (const node of cluster.nodes) {
+    let talos: string | undefined;
+    try {
+      talos = await client.nodeVersion(node.address);
+    } catch (error) {
+      rows.push({
+        name: node.name,
+        role: node.role,
+        status: "unreachable",
+        talos: "?",
+        kubernetes: "?",
+        config: "?",
+        configPaths: [],
+        error: message(error),
+      });
+      continue;
+    }
+    const errors: string[] = [];
+    let kubelet: string | undefined;
+    try {
+      kubelet = await client.kubeletVersion(node.address);
+    } catch (error) {
+      errors.push(`kubelet: ${message(error)}`);
+    }
+    let configPaths: string[] = [];
+    let config = "?";
+    const expected = cluster.machineConfigurations[node.name];
+    if (expected === undefined) {
+      config = "no generated config in the outputs";
+    } else {
+      try {
+        configPaths = configDifferences(expected, await client.machineConfig(node.address));
+        config =
+          configPaths.length === 0
+            ? "same"
+            : `${configPaths.length} path${configPaths.length === 1 ? "" : "s"} differ`;
+      } catch (error) {
+        errors.push(`config: ${message(error)}`);
+      }
+    }
+    const t = versionCell(want.talosVersion, talos, sameVersion);
+    const k = versionCell(want.kubernetesVersion, kubelet, (a, b) => sameVersion(a, b));
+    const drift = t.drift || k.drift || configPaths.length > 0;
+    rows.push({
+      name: node.name,
+      role: node.role,
+      status: drift ? "drift" : errors.length > 0 ? "unreachable" : "ok",
+      talos: t.cell,
+      kubernetes: k.cell,
+      config,
+      configPaths,
+      ...(errors.length > 0 ? { error: errors.join("; ") } : {}),
+    });
+  }
+  for (const node of cluster.undeployed) {
+    rows.push({
+      name: node.name,
+      role: node.role,
+      status: "not deployed",
+      talos: "-",
+      kubernetes: "-",
+      config: "-",
+      configPaths: [],
+    });
+  }
+  return rows;
+}
+
+/** The table as printed, then the differing paths and errors per node. */
+export function formatDrift(rows: readonly NodeDrift[]): string {
+  const header = ["NODE", "ROLE", "TALOS", "KUBERNETES", "CONFIG", "STATUS"];
+  const cells = rows.map((r) => [r.name, r.role, r.talos, r.kubernetes, r.config, r.status]);
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
+  const line = (values: string[]) =>
+    values
+      .map((v, i) => v.padEnd(widths[i]))
+      .join("  ")
+      .trimEnd();
+  const lines = [line(header), ...cells.map(line)];
+  for (const row of rows) {
+    if (row.configPaths.length > 0) {
+      lines.push(`${row.name} config differs at:`);
+      for (const p of row.configPaths.slice(0, MAX_PATHS)) lines.push(`  ${p}`);
+      if (row.configPaths.length > MAX_PATHS)
+        lines.push(`  … and ${row.configPaths.length - MAX_PATHS} more`);
+    }
+    if (row.error) lines.push(`${row.name}: ${row.error}`);
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+/** `drift` as asked. */
+export interface DriftCommand {
+  readonly env: string;
+  readonly installCli: boolean;
+}
+
+/** Runs `drift`: 0 when every node matches, 6 on drift, 1 when a node could not be read. */
+export async function drift(ctx: CliContext, request: DriftCommand): Promise<ExitCodeValue> {
+  const deps = dayTwoDeps(ctx);
+  const cluster = await loadCluster(ctx, request.env, request.installCli);
+  const rows = await withTalos(deps, cluster, (client) => compareNodes(client, cluster));
+  ctx.stdout.write(formatDrift(rows));
+  for (const note of cluster.notes) ctx.stdout.write(`note: ${note}\n`);
+  const file = path.basename(cluster.stack.file);
+  const drifted = rows.filter((r) => r.status === "drift" || r.status === "not deployed");
+  const unread = rows.filter((r) => r.status === "unreachable");
+  if (drifted.length > 0) {
+    ctx.stderr.write(
+      `drift ${request.env}: ${drifted.length} of ${rows.length} nodes differ from ${file} (${drifted.map((r) => r.name).join(", ")}). ` +
+        `Versions: upgrade talos / upgrade kubernetes; configs: npm run platform -- up ${request.env}\n`,
+    );
+    return ExitCode.drift;
+  }
+  if (unread.length > 0) {
+    ctx.stderr.write(
+      `drift ${request.env}: ${unread.length} node${unread.length === 1 ? "" : "s"} could not be read (${unread.map((r) => r.name).join(", ")}); the others match ${file}\n`,
+    );
+    return ExitCode.failed;
+  }
+  ctx.stderr.write(`drift ${request.env}: no drift; ${rows.length} nodes match ${file}\n`);
+  return ExitCode.ok;
+}

@@ -1,0 +1,151 @@
+// `upgrade kubernetes <env> --to X.Y.Z`: preflight, an etcd snapshot, `talosctl upgrade-k8s
+// --dry-run`, the real upgrade (it rolls the control-plane components and every kubelet, and is
+// safe to re-run), the health check, every kubelet on the target, then the stack file bump.
+import * as path from "node:path";
+import { parseVersion } from "../../components/talos/versions";
+import type { CliContext } from "../context";
+import { ExitCode, type ExitCodeValue, UserError } from "../errors";
+import { type DeployedCluster, controlPlanes, loadCluster } from "./cluster";
+import { formatDuration } from "./clock";
+import { type DayTwoDeps, dayTwoDeps } from "./deps";
+import { healthGate } from "./gates";
+import { withFoundationLock } from "./lock";
+import { formatReport, liveChecks, observeCluster, preflightError } from "./preflight";
+import { withTalos } from "./session";
+import { takeSnapshot } from "./snapshots";
+import type { TalosClient } from "./talosClient";
+import { finishStackFile } from "./talosUpgrade";
+
+/** `upgrade kubernetes` as asked. */
+export interface KubernetesUpgradeRequest {
+  readonly env: string;
+  /** `1.37.1` (a leading v is dropped). */
+  readonly to: string;
+  readonly write: boolean;
+  readonly keepSnapshots: number;
+  readonly installCli: boolean;
+  /** The health check after the upgrade. */
+  readonly healthTimeoutMs?: number;
+}
+
+/** The normalized `X.Y.Z`, or a usage error. */
+export function kubernetesTarget(value: string): string {
+  const version = parseVersion(value);
+  if (!version) {
+    throw new UserError({
+      what: "--to",
+      problem: "must be a Kubernetes version like 1.37.1",
+      got: JSON.stringify(value),
+      fix: "Give the exact release, e.g. --to 1.37.1",
+    });
+  }
+  return version.version;
+}
+
+/** Runs `upgrade kubernetes`. */
+export async function upgradeKubernetes(
+  ctx: CliContext,
+  request: KubernetesUpgradeRequest,
+): Promise<ExitCodeValue> {
+  const to = kubernetesTarget(request.to);
+  const deps = dayTwoDeps(ctx);
+  return withFoundationLock(
+    ctx,
+    request.env,
+    `upgrade kubernetes ${request.env} --to ${to}`,
+    async () => {
+      const cluster = await loadCluster(ctx, request.env, request.installCli);
+      return withTalos(deps, cluster, (client) => run(ctx, deps, client, cluster, request, to));
+    },
+  );
+}
+
+async function run(
+  ctx: CliContext,
+  deps: DayTwoDeps,
+  client: TalosClient,
+  cluster: DeployedCluster,
+  request: KubernetesUpgradeRequest,
+  to: string,
+): Promise<ExitCodeValue> {
+  const out = (line: string) => ctx.stdout.write(`${line}\n`);
+  const target = `foundation/${request.env}`;
+  const healthMs = request.healthTimeoutMs ?? 10 * 60_000;
+  const rerun = `npm run platform -- upgrade kubernetes ${request.env} --to ${to}`;
+  const fail = (problem: string, got: string, fix: string): never => {
+    throw new UserError(
+      { what: `upgrade kubernetes ${request.env}`, problem, got, fix },
+      ExitCode.failed,
+    );
+  };
+
+  const observed = await observeCluster(client, cluster, { healthTimeoutMs: healthMs });
+  const checked = liveChecks(cluster, observed, { kubernetes: to, env: request.env });
+  out(formatReport(`preflight ${target} for Kubernetes ${to}:`, checked).trimEnd());
+  if (!checked.ok) throw preflightError(target, checked);
+
+  const started = deps.clock.now();
+  const snapshot = await takeSnapshot({
+    client,
+    cluster,
+    repoRoot: ctx.repoRoot,
+    now: deps.clock.now(),
+    keep: request.keepSnapshots,
+  });
+  out(
+    `etcd snapshot: ${path.relative(ctx.repoRoot, snapshot.file)} (from ${snapshot.from}, ${snapshot.bytes} bytes)`,
+  );
+
+  const via = controlPlanes(cluster)[0];
+  out(`talosctl upgrade-k8s --to ${to} --dry-run (on ${via.name}):`);
+  let plan: string;
+  try {
+    plan = await client.upgradeKubernetes(via.address, to, true);
+  } catch (error) {
+    return fail(
+      "the dry run failed; nothing was changed",
+      JSON.stringify(error instanceof Error ? error.message : String(error)),
+      "Fix what it reports (e.g. removed APIs still in use) and rerun",
+    );
+  }
+  for (const line of plan.trimEnd().split("\n")) if (line.trim() !== "") out(`    ${line}`);
+
+  out(`talosctl upgrade-k8s --to ${to} (on ${via.name}):`);
+  try {
+    await client.upgradeKubernetes(via.address, to, false);
+  } catch (error) {
+    return fail(
+      "upgrade-k8s failed partway",
+      JSON.stringify(error instanceof Error ? error.message : String(error)),
+      `It is safe to re-run once the cause is fixed: ${rerun} (snapshot from before: ${path.relative(ctx.repoRoot, snapshot.file)})`,
+    );
+  }
+  const health = await healthGate(client, cluster, healthMs);
+  if (!health.ok) {
+    return fail(
+      "the cluster is not healthy after the upgrade",
+      JSON.stringify(health.reason),
+      `Fix it, then re-run: ${rerun}`,
+    );
+  }
+  const behind: string[] = [];
+  for (const node of cluster.nodes) {
+    try {
+      const version = await client.kubeletVersion(node.address);
+      if (version !== to) behind.push(`${node.name} ${version}`);
+    } catch (error) {
+      behind.push(`${node.name} (${error instanceof Error ? error.message : String(error)})`);
+    }
+  }
+  if (behind.length > 0) {
+    return fail("kubelets are not on the target version", behind.join(", "), `Re-run: ${rerun}`);
+  }
+  out(
+    `upgrade kubernetes ${request.env}: ${to} on every node, cluster healthy, in ${formatDuration(deps.clock.now() - started)}`,
+  );
+  finishStackFile(ctx, cluster, to, request.write, "kubernetesVersion");
+  out(
+    `next: commit ${path.basename(cluster.stack.file)}, then \`npm run platform -- up ${request.env}\` so the node configs carry Kubernetes ${to}`,
+  );
+  return ExitCode.ok;
+}

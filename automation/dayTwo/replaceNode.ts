@@ -1,0 +1,206 @@
+// `replace-node <env> <node>`: takes a failed node out of the cluster cleanly so `up` can recreate
+// it. For a control plane that means its etcd member: it leaves by itself when it still answers,
+// otherwise another control plane removes it; refused when the remaining members would not hold
+// quorum (then the cluster needs `etcd restore`, not a removal). The machine itself is recreated
+// by the operator's stack-file change and `up`, which pushes its config; it then joins etcd again.
+import * as path from "node:path";
+import type { CliContext } from "../context";
+import { ExitCode, type ExitCodeValue, UserError } from "../errors";
+import { type ClusterNode, type DeployedCluster, controlPlanes, loadCluster } from "./cluster";
+import { type DayTwoDeps, dayTwoDeps } from "./deps";
+import { withFoundationLock } from "./lock";
+import { quorum } from "./preflight";
+import { withTalos } from "./session";
+import type { EtcdMember, TalosClient } from "./talosClient";
+
+/** `replace-node` as asked. */
+export interface ReplaceNodeCommand {
+  readonly env: string;
+  readonly node: string;
+  readonly yes: boolean;
+  readonly installCli: boolean;
+}
+
+/** Runs `replace-node`. */
+export async function replaceNode(
+  ctx: CliContext,
+  request: ReplaceNodeCommand,
+): Promise<ExitCodeValue> {
+  const deps = dayTwoDeps(ctx);
+  return withFoundationLock(
+    ctx,
+    request.env,
+    `replace-node ${request.env} ${request.node}`,
+    async () => {
+      const cluster = await loadCluster(ctx, request.env, request.installCli);
+      const node = cluster.nodes.find((n) => n.name === request.node);
+      if (!node) {
+        throw new UserError({
+          what: "replace-node",
+          problem: `no deployed node of ${request.env} has that name`,
+          got: JSON.stringify(request.node),
+          fix: `Use one of: ${cluster.nodes.map((n) => n.name).join(", ")}`,
+        });
+      }
+      return withTalos(deps, cluster, (client) => run(ctx, deps, client, cluster, node, request));
+    },
+  );
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+async function run(
+  ctx: CliContext,
+  deps: DayTwoDeps,
+  client: TalosClient,
+  cluster: DeployedCluster,
+  node: ClusterNode,
+  request: ReplaceNodeCommand,
+): Promise<ExitCodeValue> {
+  const out = (line: string) => ctx.stdout.write(`${line}\n`);
+  const refuse = (problem: string, got: string, fix: string): never => {
+    throw new UserError(
+      { what: `replace-node ${request.env} ${node.name}`, problem, got, fix },
+      ExitCode.refused,
+    );
+  };
+  let reachable = true;
+  try {
+    await client.nodeVersion(node.address);
+  } catch {
+    reachable = false;
+  }
+  out(
+    `replace-node ${request.env} ${node.name} (${node.role}, ${node.address}): ${reachable ? "the node still answers" : "the node does not answer"}`,
+  );
+
+  if (node.role === "controlplane") {
+    const others = controlPlanes(cluster).filter((cp) => cp.name !== node.name);
+    if (others.length === 0) {
+      return refuse(
+        "it is the only control plane; removing its etcd member would destroy the cluster's state",
+        node.name,
+        `Restore instead: npm run platform -- etcd restore ${request.env} --from <snapshot>`,
+      );
+    }
+    let members: EtcdMember[] | undefined;
+    let via: ClusterNode | undefined;
+    let lastError = "";
+    for (const cp of others) {
+      try {
+        members = await client.etcdMembers(cp.address);
+        via = cp;
+        break;
+      } catch (error) {
+        lastError = message(error);
+      }
+    }
+    if (!members || !via) {
+      return refuse(
+        "no other control plane lists the etcd members (etcd may have lost quorum)",
+        JSON.stringify(lastError),
+        `Restore instead: docs/runbooks/etcd-restore.md (npm run platform -- etcd restore ${request.env} --from <snapshot>)`,
+      );
+    }
+    const member = members.find(
+      (m) => m.hostname === node.name || m.peerUrls.some((url) => urlHost(url) === node.address),
+    );
+    if (!member) {
+      out(`  etcd: ${node.name} is not a member (already removed); nothing to remove`);
+    } else {
+      const voters = members.filter((m) => !m.learner).length;
+      let healthyOthers = 0;
+      const states: string[] = [];
+      for (const cp of others) {
+        try {
+          const status = await client.service(cp.address, "etcd");
+          if (status.state === "Running" && status.health === "OK") healthyOthers++;
+          states.push(`${cp.name} ${status.state}/${status.health || "?"}`);
+        } catch {
+          states.push(`${cp.name} unreachable`);
+        }
+      }
+      const need = quorum(voters);
+      if (healthyOthers < need) {
+        return refuse(
+          `removing it would leave ${healthyOthers} healthy etcd member${healthyOthers === 1 ? "" : "s"} of ${voters}; quorum needs ${need}`,
+          states.join(", "),
+          `Bring another member back first; with quorum already lost, restore instead (docs/runbooks/etcd-restore.md). Nothing was changed`,
+        );
+      }
+      const how = reachable
+        ? `it leaves etcd itself (talosctl -n ${node.address} etcd leave)`
+        : `${via.name} removes it (talosctl -n ${via.address} etcd remove-member ${member.id})`;
+      out(
+        `  etcd: member ${member.id} (${member.hostname || "unstarted"}); ${healthyOthers} other members healthy, quorum ${need}`,
+      );
+      if (request.yes) out(`  remove ${node.name} from etcd: ${how}: yes (--yes)`);
+      else if (!(await deps.confirm(`Remove ${node.name} from etcd: ${how}?`))) {
+        throw new UserError(
+          {
+            what: `replace-node ${request.env} ${node.name}`,
+            problem: "stopped at your answer",
+            got: "no",
+            fix: "Nothing was changed",
+          },
+          ExitCode.refused,
+        );
+      }
+      try {
+        if (reachable) await client.etcdLeave(node.address);
+        else await client.etcdRemoveMember(via.address, member.id);
+      } catch (error) {
+        throw new UserError(
+          {
+            what: `replace-node ${request.env} ${node.name}`,
+            problem: "removing the etcd member failed",
+            got: JSON.stringify(message(error)),
+            fix: `Check etcd (talosctl -n ${via.address} etcd members) and rerun`,
+          },
+          ExitCode.failed,
+        );
+      }
+      const after = await client.etcdMembers(via.address);
+      if (after.some((m) => m.id === member.id)) {
+        throw new UserError(
+          {
+            what: `replace-node ${request.env} ${node.name}`,
+            problem: "the member is still listed after its removal",
+            got: member.id,
+            fix: `Check with talosctl -n ${via.address} etcd members and rerun`,
+          },
+          ExitCode.failed,
+        );
+      }
+      out(`  etcd: ${node.name} removed; ${after.length} members remain`);
+    }
+  }
+
+  const stackFile = path.basename(cluster.stack.file);
+  out(
+    [
+      "next:",
+      `  1. kubectl delete node ${node.name}   (credentials: npm run platform -- kubeconfig ${request.env})`,
+      ...(reachable
+        ? [
+            `  2. If the machine is to be reused, wipe it: talosctl -n ${node.address} reset --graceful=false --reboot`,
+          ]
+        : []),
+      `  ${reachable ? 3 : 2}. Edit ${stackFile} for the replacement (e.g. another proxmox.host; docs/runbooks/lost-proxmox-host.md), commit it`,
+      `  ${reachable ? 4 : 3}. npm run platform -- up ${request.env}   (recreates the machine and pushes its config${node.role === "controlplane" ? "; it joins etcd by itself" : ""})`,
+      `  ${reachable ? 5 : 4}. npm run platform -- preflight ${request.env}   (every node healthy${node.role === "controlplane" ? ", etcd members = control planes" : ""})`,
+    ].join("\n"),
+  );
+  return ExitCode.ok;
+}
+
+/** The host of a peer URL (`https://192.0.2.12:2380`, `https://[2001:db8::12]:2380`). */
+function urlHost(url: string): string {
+  try {
+    return new URL(url).hostname.replace(/^\[|\]$/g, "");
+  } catch {
+    return "";
+  }
+}

@@ -1,0 +1,80 @@
+// The one seam between the day-two commands and Talos: every call a command makes to a node goes
+// through this interface. Production runs talosctl (talosctl.ts); tests use a fake cluster, so no
+// test needs talosctl or a node.
+
+/** One etcd member as `talosctl etcd members` lists it. */
+export interface EtcdMember {
+  /** The member ID in hex, as `talosctl etcd remove-member` takes it. */
+  readonly id: string;
+  /** The member's hostname: the node name in this project (the config sets it). Empty while not started. */
+  readonly hostname: string;
+  readonly peerUrls: readonly string[];
+  /** A learner is still catching up and does not count towards quorum. */
+  readonly learner: boolean;
+}
+
+/** A Talos service as `talosctl service <id>` reports it. */
+export interface ServiceStatus {
+  /** `Running`, `Preparing`, `Waiting`, `Finished`, … */
+  readonly state: string;
+  /** `OK`, `Fail`, `?` (unknown), or empty when the service has no health check. */
+  readonly health: string;
+}
+
+/** Options of a cluster health check. */
+export interface HealthCheck {
+  /** The control plane the check runs on (server side). */
+  readonly via: string;
+  readonly controlPlanes: readonly string[];
+  readonly workers: readonly string[];
+  /** How long Talos waits for the cluster to become healthy before failing. */
+  readonly timeoutMs: number;
+}
+
+/**
+ * Everything the day-two commands ask of Talos. Node arguments are Talos API addresses; every method
+ * rejects (with the command's error) when the node does not answer or the command fails.
+ */
+export interface TalosClient {
+  /** The talosctl client's own version (`v1.13.9`); rejects with an install hint when it is missing. */
+  clientVersion(): Promise<string>;
+  /** The Talos version a node runs (`v1.13.9`). */
+  nodeVersion(node: string): Promise<string>;
+  /** The Kubernetes version of the node's kubelet (`1.36.3`). */
+  kubeletVersion(node: string): Promise<string>;
+  /** The machine config the node runs, as YAML (all documents). A secret: never print it. */
+  machineConfig(node: string): Promise<string>;
+  /** Waits until the cluster is healthy (Talos' own checks: etcd, kubelet, API server, nodes ready). */
+  health(check: HealthCheck): Promise<void>;
+  /** The etcd members, as seen by one control plane. */
+  etcdMembers(via: string): Promise<EtcdMember[]>;
+  /** A service's state on one node (etcd: `Running` with health `OK`, or `Preparing` when waiting for bootstrap). */
+  service(node: string, id: string): Promise<ServiceStatus>;
+  /** Streams a consistent etcd snapshot from one control plane into `file` (created 0600). */
+  etcdSnapshot(via: string, file: string): Promise<void>;
+  /** Upgrades one node to `image` and waits for it to come back (it reboots). */
+  upgrade(node: string, image: string, timeoutMs: number): Promise<void>;
+  /** `talosctl upgrade-k8s --to`: the control plane components and kubelets; returns its output. */
+  upgradeKubernetes(via: string, to: string, dryRun: boolean): Promise<string>;
+  /** The node leaves etcd gracefully (it must be up). */
+  etcdLeave(node: string): Promise<void>;
+  /** Removes a member that cannot leave by itself (its node is gone), through another control plane. */
+  etcdRemoveMember(via: string, memberId: string): Promise<void>;
+  /** Wipes a control plane's EPHEMERAL partition (etcd data) and reboots it; machine config and secrets stay. */
+  wipeEphemeral(node: string): Promise<void>;
+  /** Bootstraps etcd on one control plane from a snapshot (disaster recovery). */
+  bootstrapRecover(node: string, snapshot: string, skipHashCheck: boolean): Promise<void>;
+}
+
+/** How a client reaches the cluster: the talosconfig file and the control planes as endpoints. */
+export interface TalosConnection {
+  /** A 0600 file holding the talosconfig; removed when the command ends. */
+  readonly talosconfig: string;
+  /** Control-plane addresses talosctl may use as API endpoints (it proxies to every node). */
+  readonly endpoints: readonly string[];
+  /** The cluster's Talos version as the stack file says, for the install hint when talosctl is missing. */
+  readonly clusterTalosVersion?: string;
+}
+
+/** Creates a client for one cluster; production passes the talosctl-backed one. */
+export type TalosClientFactory = (connection: TalosConnection) => TalosClient;

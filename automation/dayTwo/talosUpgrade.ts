@@ -1,0 +1,310 @@
+// `upgrade talos <env> --to vX.Y.Z`: the rolling Talos upgrade. Preflight, an etcd snapshot, then
+// the control planes one at a time in stack-file order, then the workers in batches; after each
+// node (or batch) the node must answer again, report the target version and the cluster must be
+// healthy before anything else is touched. The stack file's talosVersion is bumped only at the end.
+import * as path from "node:path";
+import { parseVersion } from "../../components/talos/versions";
+import type { CliContext } from "../context";
+import { ExitCode, type ExitCodeValue, UserError } from "../errors";
+import {
+  type ClusterNode,
+  type DeployedCluster,
+  controlPlanes,
+  loadCluster,
+  workers,
+} from "./cluster";
+import { formatDuration } from "./clock";
+import { type DayTwoDeps, dayTwoDeps } from "./deps";
+import { healthGate, quorumGate, sameVersion, versionGate, waitForNode } from "./gates";
+import { withFoundationLock } from "./lock";
+import { formatReport, liveChecks, observeCluster, preflightError } from "./preflight";
+import { withTalos } from "./session";
+import { takeSnapshot } from "./snapshots";
+import { applyBump, describeBump, planBump } from "./stackFile";
+import type { TalosClient } from "./talosClient";
+import { retagImage } from "./talosctlOutput";
+
+/** How long each wait of a roll may take. */
+export interface RolloutTimeouts {
+  /** talosctl upgrade of one node, reboot included. */
+  readonly upgradeMs: number;
+  /** The node answering again after the upgrade command returned. */
+  readonly nodeMs: number;
+  /** Between two attempts to reach a node. */
+  readonly pollMs: number;
+  /** The cluster health check after each node or batch. */
+  readonly healthMs: number;
+}
+
+/** Defaults: generous for a VM pulling a ~100 MB installer image over a home connection. */
+export const DEFAULT_ROLLOUT_TIMEOUTS: RolloutTimeouts = {
+  upgradeMs: 30 * 60_000,
+  nodeMs: 15 * 60_000,
+  pollMs: 10_000,
+  healthMs: 10 * 60_000,
+};
+
+/** `upgrade talos` as asked. */
+export interface TalosUpgradeRequest {
+  readonly env: string;
+  /** `v1.14.1` (a leading v is added when missing). */
+  readonly to: string;
+  /** Workers upgraded at once. */
+  readonly maxUnavailable: number;
+  /** Continue a roll that stopped: nodes already on the target are skipped. */
+  readonly resume: boolean;
+  /** Update the stack file at the end (false: print the line to commit). */
+  readonly write: boolean;
+  readonly keepSnapshots: number;
+  readonly installCli: boolean;
+  readonly timeouts?: Partial<RolloutTimeouts>;
+}
+
+/** Where a roll stopped. */
+interface Stop {
+  readonly node: ClusterNode;
+  readonly step: "quorum" | "upgrade" | "come back" | "version" | "health";
+  readonly reason: string;
+}
+
+/** The normalized `vX.Y.Z`, or a usage error. */
+export function talosTarget(value: string): string {
+  const version = parseVersion(value);
+  if (!version) {
+    throw new UserError({
+      what: "--to",
+      problem: "must be a Talos version like v1.14.1",
+      got: JSON.stringify(value),
+      fix: "Give the exact release, e.g. --to v1.14.1",
+    });
+  }
+  return `v${version.version}`;
+}
+
+/** Parses `--max-unavailable`. */
+export function parseMaxUnavailable(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) {
+    throw new UserError({
+      what: "--max-unavailable",
+      problem: "must be a whole number of at least 1",
+      got: JSON.stringify(value),
+      fix: "Use e.g. --max-unavailable 2 (workers upgraded at once; control planes always go one by one)",
+    });
+  }
+  return n;
+}
+
+/** Control planes one per batch, then workers `maxUnavailable` per batch, in stack-file order. */
+export function upgradeBatches(
+  nodes: readonly ClusterNode[],
+  maxUnavailable: number,
+): ClusterNode[][] {
+  const batches = controlPlanes({ nodes }).map((cp) => [cp]);
+  const ws = workers({ nodes });
+  for (let i = 0; i < ws.length; i += maxUnavailable) batches.push(ws.slice(i, i + maxUnavailable));
+  return batches;
+}
+
+function resumeCommand(request: TalosUpgradeRequest, to: string): string {
+  const extra = request.maxUnavailable !== 1 ? ` --max-unavailable ${request.maxUnavailable}` : "";
+  return `npm run platform -- upgrade talos ${request.env} --to ${to}${extra} --resume`;
+}
+
+/** Runs `upgrade talos`. */
+export async function upgradeTalos(
+  ctx: CliContext,
+  request: TalosUpgradeRequest,
+): Promise<ExitCodeValue> {
+  const to = talosTarget(request.to);
+  const deps = dayTwoDeps(ctx);
+  const commandLine = `upgrade talos ${request.env} --to ${to}${request.resume ? " --resume" : ""}`;
+  return withFoundationLock(ctx, request.env, commandLine, async () => {
+    const cluster = await loadCluster(ctx, request.env, request.installCli);
+    return withTalos(deps, cluster, (client) => roll(ctx, deps, client, cluster, request, to));
+  });
+}
+
+async function roll(
+  ctx: CliContext,
+  deps: DayTwoDeps,
+  client: TalosClient,
+  cluster: DeployedCluster,
+  request: TalosUpgradeRequest,
+  to: string,
+): Promise<ExitCodeValue> {
+  const timeouts = { ...DEFAULT_ROLLOUT_TIMEOUTS, ...request.timeouts };
+  const out = (line: string) => ctx.stdout.write(`${line}\n`);
+  const target = `foundation/${request.env}`;
+
+  // Preflight: everything at once, before any change.
+  const observed = await observeCluster(client, cluster, { healthTimeoutMs: timeouts.healthMs });
+  const checked = liveChecks(cluster, observed, {
+    talos: to,
+    resume: request.resume,
+    needsInstallerImages: true,
+    env: request.env,
+  });
+  out(formatReport(`preflight ${target} for Talos ${to}:`, checked).trimEnd());
+  if (!checked.ok) throw preflightError(target, checked);
+
+  const versions = new Map(observed.nodes.map((n) => [n.node.name, n.talos ?? ""]));
+  const already = cluster.nodes.filter((n) => sameVersion(versions.get(n.name) ?? "", to));
+  const pending = cluster.nodes.filter((n) => !already.includes(n));
+  const images = new Map(pending.map((n) => [n.name, retagImage(n.installerImage!, to)!]));
+  const batches = upgradeBatches(pending, request.maxUnavailable);
+  if (already.length > 0) out(`already on ${to}: ${already.map((n) => n.name).join(", ")}`);
+
+  const started = deps.clock.now();
+  let snapshotFile: string | undefined;
+  const done: ClusterNode[] = [];
+  let stop: Stop | undefined;
+  const touched = new Set<string>();
+
+  if (pending.length > 0) {
+    const cps = pending.filter((n) => n.role === "controlplane").length;
+    out(
+      `upgrade talos ${request.env} to ${to}: ${cps} control plane${cps === 1 ? "" : "s"} one at a time, ` +
+        `then ${pending.length - cps} worker${pending.length - cps === 1 ? "" : "s"} (${request.maxUnavailable} at a time)`,
+    );
+    const snapshot = await takeSnapshot({
+      client,
+      cluster,
+      repoRoot: ctx.repoRoot,
+      now: deps.clock.now(),
+      keep: request.keepSnapshots,
+    });
+    snapshotFile = snapshot.file;
+    out(
+      `etcd snapshot: ${path.relative(ctx.repoRoot, snapshot.file)} (from ${snapshot.from}, ${snapshot.bytes} bytes)`,
+    );
+
+    let index = 0;
+    batches: for (const batch of batches) {
+      const label = (node: ClusterNode) =>
+        `[${pending.indexOf(node) + 1}/${pending.length}] ${node.name}`;
+      index += batch.length;
+      if (batch[0].role === "controlplane") {
+        const gate = await quorumGate(client, cluster, batch[0]);
+        if (!gate.ok) {
+          stop = { node: batch[0], step: "quorum", reason: gate.reason };
+          break;
+        }
+        out(`${label(batch[0])}: ${gate.detail}`);
+      }
+      for (const node of batch) {
+        out(`${label(node)} (${node.address}): upgrading with ${images.get(node.name)}`);
+        touched.add(node.name);
+      }
+      const nodeStart = deps.clock.now();
+      const results = await Promise.allSettled(
+        batch.map((node) =>
+          client.upgrade(node.address, images.get(node.name)!, timeouts.upgradeMs),
+        ),
+      );
+      const stops: Stop[] = [];
+      for (const [i, node] of batch.entries()) {
+        const result = results[i];
+        if (result.status === "rejected") {
+          stops.push({
+            node,
+            step: "upgrade",
+            reason: String((result.reason as Error)?.message ?? result.reason),
+          });
+          continue;
+        }
+        const back = await waitForNode(client, deps.clock, node, {
+          timeoutMs: timeouts.nodeMs,
+          pollMs: timeouts.pollMs,
+        });
+        if (!back.ok) {
+          stops.push({ node, step: "come back", reason: back.reason });
+          continue;
+        }
+        const version = versionGate(back.version, to);
+        if (!version.ok) {
+          stops.push({ node, step: "version", reason: version.reason });
+          continue;
+        }
+        done.push(node);
+        out(
+          `${label(node)}: back on ${back.version} after ${formatDuration(deps.clock.now() - nodeStart)}`,
+        );
+      }
+      if (stops.length > 0) {
+        stop = stops[0];
+        for (const extra of stops.slice(1))
+          out(`  also failed: ${extra.node.name} (${extra.step}): ${extra.reason}`);
+        break batches;
+      }
+      const health = await healthGate(client, cluster, timeouts.healthMs, batch[0]);
+      if (!health.ok) {
+        stop = { node: batch[batch.length - 1], step: "health", reason: health.reason };
+        break;
+      }
+      out(
+        `${batch.length === 1 ? label(batch[0]) : `[${index}/${pending.length}]`}: ${health.detail}`,
+      );
+    }
+  } else {
+    out(`every node already runs ${to}; nothing to upgrade`);
+  }
+
+  if (stop) {
+    const untouched = pending.filter((n) => !touched.has(n.name));
+    const lines = [
+      `upgrade talos ${request.env}: stopped at ${stop.node.name} (${stop.step}); no further node was touched`,
+      `  upgraded:    ${done.map((n) => n.name).join(", ") || "(none)"}`,
+      `  stopped at:  ${stop.node.name}: ${stop.reason}`,
+      `  not touched: ${untouched.map((n) => n.name).join(", ") || "(none)"}`,
+      ...(already.length > 0
+        ? [`  already on ${to} before this run: ${already.map((n) => n.name).join(", ")}`]
+        : []),
+      ...(snapshotFile
+        ? [`  etcd snapshot from before the roll: ${path.relative(ctx.repoRoot, snapshotFile)}`]
+        : []),
+      `  ${path.basename(cluster.stack.file)} was not changed (it still says talosVersion ${cluster.stack.talosVersion})`,
+    ];
+    out(lines.join("\n"));
+    throw new UserError(
+      {
+        what: `upgrade talos ${request.env}`,
+        problem: `stopped at ${stop.node.name} (${stop.step})`,
+        got: JSON.stringify(stop.reason),
+        fix: `Fix the cause (talosctl -n ${stop.node.address} dmesg; talosctl -n ${stop.node.address} logs machined), then resume: ${resumeCommand(request, to)}`,
+      },
+      ExitCode.failed,
+    );
+  }
+
+  if (pending.length > 0) {
+    out(
+      `upgrade talos ${request.env}: ${done.length} node${done.length === 1 ? "" : "s"} upgraded to ${to} in ${formatDuration(deps.clock.now() - started)}`,
+    );
+  }
+  finishStackFile(ctx, cluster, to, request.write, "talosVersion");
+  out(
+    `next: commit ${path.basename(cluster.stack.file)}, then \`npm run platform -- up ${request.env}\` so the node configs carry the ${to} installer image`,
+  );
+  return ExitCode.ok;
+}
+
+/** Updates (or with --no-write, shows) the stack file line after a successful roll. */
+export function finishStackFile(
+  ctx: CliContext,
+  cluster: DeployedCluster,
+  to: string,
+  write: boolean,
+  key: "talosVersion" | "kubernetesVersion",
+): void {
+  const bump = planBump(cluster.stack.file, key, to);
+  const where = describeBump(bump, ctx.repoRoot);
+  if (!bump.changed) {
+    ctx.stdout.write(`${path.basename(bump.file)} already says ${key} ${to} (${where})\n`);
+  } else if (write) {
+    applyBump(bump);
+    ctx.stdout.write(`updated ${where} (was ${bump.from})\n`);
+  } else {
+    ctx.stdout.write(`--no-write: commit this line yourself (now ${bump.from}):\n  ${where}\n`);
+  }
+}

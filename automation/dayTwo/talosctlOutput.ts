@@ -1,0 +1,190 @@
+// Reading talosctl's output. talosctl prints tables and YAML for people, and the layout has changed
+// between releases (columns added, the short version format, a hidden --json), so every parser finds
+// what it needs by name (a header, a key, a `Tag:` line) rather than by position, and says what it
+// could not find instead of guessing.
+import { parseAllDocuments, stringify } from "yaml";
+import { parseVersion } from "../../components/talos/versions";
+import type { EtcdMember, ServiceStatus } from "./talosClient";
+
+/** talosctl printed something this CLI cannot read. */
+export class TalosctlOutputError extends Error {
+  constructor(
+    readonly command: string,
+    readonly expected: string,
+    readonly output: string,
+  ) {
+    super(`talosctl ${command}: expected ${expected}; got ${JSON.stringify(firstLine(output))}`);
+    this.name = "TalosctlOutputError";
+  }
+}
+
+function firstLine(text: string): string {
+  const line = text.trim().split("\n")[0] ?? "";
+  return line.length > 120 ? `${line.slice(0, 120)}…` : line;
+}
+
+const TAG = /\bv?(\d+\.\d+\.\d+)(-[0-9A-Za-z.-]+)?\b/;
+
+/** `v1.13.9` from a tag-like string (`v1.13.9`, `1.13.9`, `v1.14.0-alpha.1`); undefined otherwise. */
+export function normalizeTag(value: string): string | undefined {
+  const match = TAG.exec(value.trim());
+  return match ? `v${match[1]}${match[2] ?? ""}` : undefined;
+}
+
+/**
+ * The client version from `talosctl version --client --short`: `Client:` then `Talos v1.13.9`
+ * (older releases print the long `Tag:  v1.13.9` form even with --short).
+ */
+export function parseClientVersion(output: string): string {
+  const client = section(output, "Client:", "Server:") ?? output;
+  const tagLine = /^\s*Tag:\s*(\S+)/m.exec(client);
+  const tag = normalizeTag(tagLine ? tagLine[1] : client);
+  if (!tag) throw new TalosctlOutputError("version --client", "a version like v1.13.9", output);
+  return tag;
+}
+
+/**
+ * The version a node runs, from `talosctl version --nodes X`: the `Tag:` under `Server:`; or, from
+ * the hidden `--json` form, `version.tag` of the first JSON line.
+ */
+export function parseServerVersion(output: string): string {
+  for (const line of output.split("\n")) {
+    if (!line.trim().startsWith("{")) continue;
+    try {
+      const parsed = JSON.parse(line) as { version?: { tag?: unknown } };
+      const tag = typeof parsed.version?.tag === "string" ? normalizeTag(parsed.version.tag) : "";
+      if (tag) return tag;
+    } catch {
+      // not JSON after all: fall through to the text form
+    }
+  }
+  const server = section(output, "Server:");
+  const tagLine = server ? /^\s*Tag:\s*(\S+)/m.exec(server) : null;
+  const tag = tagLine ? normalizeTag(tagLine[1]) : undefined;
+  if (!tag) throw new TalosctlOutputError("version", "a `Tag:` line under `Server:`", output);
+  return tag;
+}
+
+/** The text after `start` (and before `end`, when given), or undefined without `start`. */
+function section(text: string, start: string, end?: string): string | undefined {
+  const from = text.indexOf(start);
+  if (from < 0) return undefined;
+  const rest = text.slice(from + start.length);
+  const to = end ? rest.indexOf(end) : -1;
+  return to < 0 ? rest : rest.slice(0, to);
+}
+
+/**
+ * Splits a table talosctl printed with Go's tabwriter: cells start where their header starts.
+ * Header names may contain single spaces (`PEER URLS`); columns are separated by two or more.
+ */
+export function parseTable(output: string, required: readonly string[]): Record<string, string>[] {
+  const lines = output.split("\n").filter((line) => line.trim() !== "");
+  const headerIndex = lines.findIndex((line) =>
+    required.every((name) => new RegExp(`(^|\\s)${name}(\\s|$)`).test(line)),
+  );
+  if (headerIndex < 0) return [];
+  const header = lines[headerIndex];
+  const columns: { name: string; start: number }[] = [];
+  for (const match of header.matchAll(/\S+(?: \S+)*/g)) {
+    columns.push({ name: match[0], start: match.index });
+  }
+  return lines.slice(headerIndex + 1).map((line) => {
+    const row: Record<string, string> = {};
+    columns.forEach((column, i) => {
+      const end = i + 1 < columns.length ? columns[i + 1].start : undefined;
+      row[column.name] = line.slice(column.start, end).trim();
+    });
+    return row;
+  });
+}
+
+/** The members from `talosctl etcd members` (with or without the NODE and LEARNER columns). */
+export function parseEtcdMembers(output: string): EtcdMember[] {
+  const rows = parseTable(output, ["ID", "HOSTNAME"]);
+  if (rows.length === 0 && !/\bID\b.*\bHOSTNAME\b/.test(output)) {
+    throw new TalosctlOutputError("etcd members", "a table with ID and HOSTNAME columns", output);
+  }
+  return rows
+    .filter((row) => /^[0-9a-fA-F]+$/.test(row.ID ?? ""))
+    .map((row) => ({
+      id: row.ID,
+      hostname: row.HOSTNAME ?? "",
+      peerUrls: (row["PEER URLS"] ?? "").split(",").filter((url) => url !== ""),
+      learner: (row.LEARNER ?? "false").toLowerCase() === "true",
+    }));
+}
+
+/** STATE and HEALTH from `talosctl service <id>` (a `KEY   value` listing). */
+export function parseServiceStatus(output: string): ServiceStatus {
+  const state = /^\s*STATE\s+(\S+)/m.exec(output);
+  if (!state) throw new TalosctlOutputError("service", "a `STATE` line", output);
+  const health = /^\s*HEALTH\s+(\S+)/m.exec(output);
+  return { state: state[1], health: health ? health[1] : "" };
+}
+
+/** The resources of `talosctl get … -o yaml` (one YAML document each, `node:` included). */
+function resources(command: string, output: string): Record<string, unknown>[] {
+  let docs;
+  try {
+    docs = parseAllDocuments(output);
+  } catch {
+    throw new TalosctlOutputError(command, "YAML resources", output);
+  }
+  const list = Array.isArray(docs) ? docs : [docs];
+  return list
+    .map((doc) => (doc.errors.length === 0 ? (doc.toJS() as unknown) : undefined))
+    .filter(
+      (value): value is Record<string, unknown> => typeof value === "object" && value !== null,
+    );
+}
+
+/** The Kubernetes version of the kubelet image in `talosctl get kubeletspec -o yaml` (`…/kubelet:v1.36.3`). */
+export function parseKubeletVersion(output: string): string {
+  for (const resource of resources("get kubeletspec", output)) {
+    const spec = resource.spec as { image?: unknown } | undefined;
+    if (typeof spec?.image !== "string") continue;
+    const tag = imageTag(spec.image);
+    const version = tag ? parseVersion(tag) : undefined;
+    if (version) return version.version;
+  }
+  throw new TalosctlOutputError(
+    "get kubeletspec",
+    "spec.image like ghcr.io/siderolabs/kubelet:v1.36.3",
+    output,
+  );
+}
+
+/**
+ * The machine config from `talosctl get machineconfig -o yaml`. The resource's spec is the config
+ * itself: a string holding every document (multi-document configs) or, in older releases, the
+ * v1alpha1 document as a mapping.
+ */
+export function parseMachineConfig(output: string): string {
+  for (const resource of resources("get machineconfig", output)) {
+    const spec = resource.spec;
+    if (typeof spec === "string" && spec.trim() !== "") return spec;
+    if (typeof spec === "object" && spec !== null) return stringify(spec);
+  }
+  // Never echo the output: it is the node's config, secrets included.
+  throw new TalosctlOutputError(
+    "get machineconfig",
+    "a resource with a spec",
+    "(output withheld: it may hold secrets)",
+  );
+}
+
+/** The tag of an image reference (`repo/name:tag`), or undefined for a digest or no tag. */
+export function imageTag(image: string): string | undefined {
+  const name = image.slice(image.lastIndexOf("/") + 1);
+  if (name.includes("@")) return undefined;
+  const colon = name.lastIndexOf(":");
+  return colon < 0 ? undefined : name.slice(colon + 1);
+}
+
+/** The same image with another tag: `…/nocloud-installer/<schematic>:v1.13.9` → `…:v1.14.1`. */
+export function retagImage(image: string, tag: string): string | undefined {
+  const current = imageTag(image);
+  if (current === undefined) return undefined;
+  return `${image.slice(0, image.length - current.length)}${tag}`;
+}
