@@ -2,7 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as talos from "@pulumiverse/talos";
 import type { ClusterSpec, NodeSpec } from "../config/types";
 import { MachineFactory, PlatformSettings } from "../nodes/factory";
-import type { TalosMachine } from "../nodes/machine";
+import type { OnDestroyAction, TalosMachine } from "../nodes/machine";
 import { clientCredentials, ClientCredentials, machineSecretsInput } from "./credentials";
 import { ImageCatalog } from "./imageFactory";
 import { ConfigDocument, machinePatches } from "./patches";
@@ -225,7 +225,10 @@ export class TalosCluster extends pulumi.ComponentResource {
     });
   }
 
-  /** Pushes a node's config to its Talos API, when the node takes it that way. */
+  /**
+   * Pushes a node's config to its Talos API when the node takes it that way: always for pushed
+   * nodes (first install included), and for user-data nodes the later changes, when reachable.
+   */
   private pushConfig(
     name: string,
     cluster: ClusterSpec,
@@ -235,47 +238,37 @@ export class TalosCluster extends pulumi.ComponentResource {
     client: ClientCredentials,
   ): talos.machine.ConfigurationApply | undefined {
     const delivery = machine.delivery;
+    let onDestroy: OnDestroyAction | undefined;
     switch (delivery.kind) {
       case "userData":
-        // The machine booted with this config; the apply carries later changes to it.
         if (!delivery.pushChanges) return undefined;
-        return new talos.machine.ConfigurationApply(
-          `${name}-${node.name}-config`,
-          {
-            node: machine.talosAddress,
-            clientConfiguration: client,
-            machineConfigurationInput: machineConfiguration,
-            applyMode: cluster.applyMode,
-            timeouts: { create: "10m", update: "10m", delete: "5m" },
-          },
-          { parent: this, dependsOn: [machine] },
-        );
+        break;
       case "push":
-        return new talos.machine.ConfigurationApply(
-          `${name}-${node.name}-config`,
-          {
-            node: machine.talosAddress,
-            clientConfiguration: client,
-            machineConfigurationInput: machineConfiguration,
-            applyMode: cluster.applyMode,
-            ...(delivery.onDestroy ? { onDestroy: delivery.onDestroy } : {}),
-            timeouts: { create: "10m", update: "10m", delete: "5m" },
-          },
-          {
-            parent: this,
-            dependsOn: [machine],
-            // Removing a control plane whose removal resets it must be a deliberate act.
-            protect:
-              node.role === "controlplane" &&
-              cluster.protectControlPlanes &&
-              delivery.onDestroy?.reset === true,
-          },
-        );
+        onDestroy = delivery.onDestroy;
+        break;
       default: {
         const unhandled: never = delivery;
         throw new Error(`unknown delivery ${JSON.stringify(unhandled)}`);
       }
     }
+    return new talos.machine.ConfigurationApply(
+      `${name}-${node.name}-config`,
+      {
+        node: machine.talosAddress,
+        clientConfiguration: client,
+        machineConfigurationInput: machineConfiguration,
+        applyMode: cluster.applyMode,
+        ...(onDestroy ? { onDestroy } : {}),
+        timeouts: { create: "10m", update: "10m", delete: "5m" },
+      },
+      {
+        parent: this,
+        dependsOn: [machine],
+        // Removing a control plane whose removal resets it must be a deliberate act.
+        protect:
+          node.role === "controlplane" && cluster.protectControlPlanes && onDestroy?.reset === true,
+      },
+    );
   }
 }
 
