@@ -1,9 +1,9 @@
 import fc from "fast-check";
 import { strict as assert } from "node:assert";
 import { parse, parseAllDocuments } from "yaml";
-import { StackConfigError, validatePlatformConfig } from "../components/config";
+import { StackConfigError } from "../components/config";
 import { spread } from "../components/nodes/placement";
-import { clone, cloudCluster } from "./fixtures";
+import { clone, cloudCluster, problemsOf as validationProblems } from "./fixtures";
 import { readStackFile, runFoundation, STACK_SECRETS, StackValues } from "./harness";
 import { RecordedResource, Recorder } from "./mocks";
 
@@ -406,17 +406,7 @@ describe("cloud node variations", () => {
 });
 
 describe("cloud config validation", () => {
-  const problemsOf = (change: (v: any) => void): readonly string[] => {
-    const values: any = clone(cloudCluster());
-    change(values);
-    try {
-      validatePlatformConfig(values, "Pulumi.test.yaml");
-      return [];
-    } catch (error) {
-      if (error instanceof StackConfigError) return error.problems;
-      throw error;
-    }
-  };
+  const problemsOf = (change: (v: any) => void) => validationProblems(cloudCluster, change);
 
   it("rejects a node whose patches alone would overflow its platform's user data, before anything exists", async () => {
     const big = {

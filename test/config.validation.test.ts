@@ -1,21 +1,13 @@
 import { strict as assert } from "node:assert";
 import { NodeSpec, StackConfigError, validatePlatformConfig } from "../components/config";
-import { clone, mixedCluster, proxmoxCluster } from "./fixtures";
+import { mixedCluster, problemsOf as validationProblems, proxmoxCluster } from "./fixtures";
 import { runFoundation, StackValues } from "./harness";
 
 type Mutation = (values: any) => void;
 
 /** Runs validation on a changed copy of a valid config and returns the problems (none when valid). */
 function problemsOf(mutate: Mutation, base: () => StackValues = proxmoxCluster): readonly string[] {
-  const values = clone(base());
-  mutate(values);
-  try {
-    validatePlatformConfig(values, "Pulumi.test.yaml");
-    return [];
-  } catch (error) {
-    if (error instanceof StackConfigError) return error.problems;
-    throw error;
-  }
+  return validationProblems(base, mutate);
 }
 
 describe("stack config validation", () => {

@@ -1,4 +1,5 @@
 // Valid stack configs to start from; each test changes one thing.
+import { StackConfigError, validatePlatformConfig } from "../components/config";
 import type { StackValues } from "./harness";
 
 /** Three Proxmox control planes on three hosts behind a VIP (like staging). */
@@ -89,4 +90,24 @@ export function cloudCluster(): StackValues {
     })),
   );
   return values;
+}
+
+/**
+ * The problems validation reports for a changed copy of `base` (none when it is valid).
+ * `secretKeys` are the secret config keys the stack is taken to have.
+ */
+export function problemsOf(
+  base: () => StackValues,
+  change: (values: any) => void,
+  secretKeys: ReadonlySet<string> = new Set(),
+): readonly string[] {
+  const values = clone(base());
+  change(values);
+  try {
+    validatePlatformConfig({ ...values, secretKeys }, "Pulumi.test.yaml");
+    return [];
+  } catch (error) {
+    if (error instanceof StackConfigError) return error.problems;
+    throw error;
+  }
 }

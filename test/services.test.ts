@@ -3,12 +3,8 @@ import { strict as assert } from "node:assert";
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { parse, parseAllDocuments } from "yaml";
-import {
-  StackConfigError,
-  validateBootstrapConfig,
-  validatePlatformConfig,
-} from "../components/config";
-import { clone, proxmoxCluster } from "./fixtures";
+import { validateBootstrapConfig } from "../components/config";
+import { clone, problemsOf as validationProblems, proxmoxCluster } from "./fixtures";
 import {
   isSecret,
   readStackFile,
@@ -242,20 +238,8 @@ describe("foundation services", () => {
 });
 
 describe("foundation service validation", () => {
-  const problemsOf = (
-    change: (v: any) => void,
-    secretKeys = new Set(["fluxDeployKey"]),
-  ): readonly string[] => {
-    const values: any = clone(withServices());
-    change(values);
-    try {
-      validatePlatformConfig({ ...values, secretKeys }, "Pulumi.test.yaml");
-      return [];
-    } catch (error) {
-      if (error instanceof StackConfigError) return error.problems;
-      throw error;
-    }
-  };
+  const problemsOf = (change: (v: any) => void, secretKeys = new Set(["fluxDeployKey"])) =>
+    validationProblems(withServices, change, secretKeys);
 
   const cases: [string, (v: any) => void, string[]][] = [
     [
