@@ -485,7 +485,7 @@ export function liveChecks(
           problem: "the members are not the control planes",
           got: parts.join("; "),
           fix: extra.length
-            ? "Remove a stale member of a replaced node (npm run platform -- replace-node), or wait for learners to be promoted"
+            ? `Remove a stale member of a node that is gone: talosctl -n ${cps[0]?.address ?? "<control plane>"} etcd remove-member <ID> (for a deployed node: npm run platform -- replace-node)`
             : "Wait for the missing control planes to join (or learners to be promoted), then rerun",
         }),
       });

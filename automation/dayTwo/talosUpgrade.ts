@@ -242,9 +242,11 @@ async function roll(
         stop = { node: batch[batch.length - 1], step: "health", reason: health.reason };
         break;
       }
-      out(
-        `${batch.length === 1 ? label(batch[0]) : `[${index}/${pending.length}]`}: ${health.detail}`,
-      );
+      const batchLabel =
+        batch.length === 1
+          ? label(batch[0])
+          : `[${index - batch.length + 1}-${index}/${pending.length}] ${batch.map((n) => n.name).join(", ")}`;
+      out(`${batchLabel}: ${health.detail}`);
     }
   } else {
     out(`every node already runs ${to}; nothing to upgrade`);

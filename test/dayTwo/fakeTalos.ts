@@ -1,0 +1,240 @@
+// A fake Talos cluster behind the TalosClient interface: nodes with versions, kubelets, configs and
+// etcd members, scripted failures, and a log of every call in order, so tests can assert which
+// node was touched when.
+import * as fs from "node:fs";
+import type {
+  EtcdMember,
+  HealthCheck,
+  ServiceStatus,
+  TalosClient,
+  TalosConnection,
+} from "../../automation/dayTwo/talosClient";
+import { imageTag } from "../../automation/dayTwo/talosctlOutput";
+import type { DayTwoClock } from "../../automation/dayTwo/clock";
+
+/** One simulated node. */
+export interface FakeNode {
+  name: string;
+  address: string;
+  role: "controlplane" | "worker";
+  version: string;
+  kubelet: string;
+  config: string;
+  up: boolean;
+  etcd?: ServiceStatus;
+}
+
+/** What an upgrade of a node does. */
+export type UpgradeBehaviour =
+  /** Upgrades: the node comes back on the image's tag. */
+  | "ok"
+  /** talosctl upgrade fails; the node is unchanged. */
+  | "fail"
+  /** The node boots back into its old image (silent A/B rollback) and looks healthy. */
+  | "rollback"
+  /** The node never comes back. */
+  | "down";
+
+/** A clock whose sleep advances its time at once. */
+export class FakeClock implements DayTwoClock {
+  slept = 0;
+  constructor(public time = Date.UTC(2026, 0, 30, 10, 15, 0)) {}
+  now(): number {
+    return this.time;
+  }
+  async sleep(ms: number): Promise<void> {
+    this.slept += ms;
+    this.time += ms;
+  }
+}
+
+/** A simulated cluster. */
+export class FakeTalos implements TalosClient {
+  /** Every call, in order: `upgrade cp-1`, `health`, `snapshot cp-1`, … */
+  readonly log: string[] = [];
+  readonly connections: TalosConnection[] = [];
+  readonly nodes: FakeNode[];
+  members: EtcdMember[];
+  client: string | Error = "v1.13.9";
+  upgrades = new Map<string, UpgradeBehaviour>();
+  /** Health fails once this node has been upgraded (by name), or always with `true`. */
+  healthFailsAfter: string | boolean = false;
+  /** upgrade-k8s fails (dry run or real). */
+  kubernetesFails: "dry-run" | "real" | false = false;
+  snapshotFails = new Set<string>();
+  /** Each upgrade takes this long on the clock. */
+  upgradeMs = 3 * 60_000;
+  /** After bootstrapRecover, members rejoin after this many member listings. */
+  rejoinAfter = 1;
+  private listingsSinceRecover = 0;
+  private recovered = false;
+
+  constructor(
+    nodes: readonly (Pick<FakeNode, "name" | "address" | "role"> & Partial<FakeNode>)[],
+    readonly clock: FakeClock = new FakeClock(),
+  ) {
+    this.nodes = nodes.map((n) => ({
+      name: n.name,
+      address: n.address,
+      role: n.role,
+      version: n.version ?? "v1.13.9",
+      kubelet: n.kubelet ?? "1.36.3",
+      config: n.config ?? `version: v1alpha1\nmachine:\n  type: ${n.role}\n`,
+      up: n.up ?? true,
+      ...(n.etcd ? { etcd: n.etcd } : {}),
+    }));
+    this.members = this.nodes
+      .filter((n) => n.role === "controlplane")
+      .map((n, i) => ({
+        id: `8a1b2c3d4e5f60${String(i + 1).padStart(2, "0")}`,
+        hostname: n.name,
+        peerUrls: [`https://${n.address}:2380`],
+        learner: false,
+      }));
+  }
+
+  /** The factory the CLI calls. */
+  readonly factory = (connection: TalosConnection): TalosClient => {
+    this.connections.push(connection);
+    return this;
+  };
+
+  node(address: string): FakeNode {
+    const found = this.nodes.find((n) => n.address === address);
+    if (!found) throw new Error(`fake: unknown node ${address}`);
+    return found;
+  }
+
+  byName(name: string): FakeNode {
+    const found = this.nodes.find((n) => n.name === name);
+    if (!found) throw new Error(`fake: unknown node ${name}`);
+    return found;
+  }
+
+  private reach(address: string): FakeNode {
+    const n = this.node(address);
+    if (!n.up)
+      throw new Error(`rpc error: code = Unavailable desc = connection refused (${n.name})`);
+    return n;
+  }
+
+  /** The calls of one method, as logged. */
+  callsOf(method: string): string[] {
+    return this.log.filter((line) => line === method || line.startsWith(`${method} `));
+  }
+
+  async clientVersion(): Promise<string> {
+    this.log.push("clientVersion");
+    if (this.client instanceof Error) throw this.client;
+    return this.client;
+  }
+
+  async nodeVersion(node: string): Promise<string> {
+    const n = this.reach(node);
+    this.log.push(`version ${n.name}`);
+    return n.version;
+  }
+
+  async kubeletVersion(node: string): Promise<string> {
+    const n = this.reach(node);
+    this.log.push(`kubelet ${n.name}`);
+    return n.kubelet;
+  }
+
+  async machineConfig(node: string): Promise<string> {
+    const n = this.reach(node);
+    this.log.push(`config ${n.name}`);
+    return n.config;
+  }
+
+  async health(check: HealthCheck): Promise<void> {
+    this.log.push(`health via ${this.node(check.via).name}`);
+    const down = this.nodes.filter((n) => !n.up);
+    if (down.length > 0)
+      throw new Error(`waiting for ${down.map((n) => n.name).join(", ")}: timeout`);
+    const failAfter = this.healthFailsAfter;
+    if (
+      failAfter === true ||
+      (typeof failAfter === "string" && this.log.some((l) => l.startsWith(`upgrade ${failAfter} `)))
+    ) {
+      throw new Error("healthcheck error: all k8s nodes are not ready");
+    }
+  }
+
+  async etcdMembers(via: string): Promise<EtcdMember[]> {
+    const n = this.reach(via);
+    this.log.push(`members via ${n.name}`);
+    if (this.recovered && this.listingsSinceRecover++ < this.rejoinAfter) {
+      return this.members.filter((m) => m.hostname === this.nodes[0].name);
+    }
+    return this.members.map((m) => ({ ...m }));
+  }
+
+  async service(node: string, id: string): Promise<ServiceStatus> {
+    const n = this.reach(node);
+    this.log.push(`service ${id} ${n.name}`);
+    return n.etcd ?? { state: "Running", health: "OK" };
+  }
+
+  async etcdSnapshot(via: string, file: string): Promise<void> {
+    const n = this.reach(via);
+    this.log.push(`snapshot via ${n.name}`);
+    if (this.snapshotFails.has(n.name)) throw new Error("etcdserver: not healthy");
+    // A talosctl snapshot: a multiple of 512 bytes plus the 32-byte SHA-256.
+    fs.writeFileSync(file, Buffer.alloc(1024 + 32, 1), { mode: 0o644 });
+  }
+
+  async upgrade(node: string, image: string, _timeoutMs: number): Promise<void> {
+    const n = this.reach(node);
+    this.log.push(`upgrade ${n.name} ${image}`);
+    this.clock.time += this.upgradeMs;
+    const behaviour = this.upgrades.get(n.name) ?? "ok";
+    if (behaviour === "fail") throw new Error("error during upgrade: failed to pull image");
+    if (behaviour === "down") {
+      n.up = false;
+      return;
+    }
+    if (behaviour === "ok") n.version = imageTag(image)!;
+  }
+
+  async upgradeKubernetes(via: string, to: string, dryRun: boolean): Promise<string> {
+    const n = this.reach(via);
+    this.log.push(`upgrade-k8s via ${n.name} --to ${to}${dryRun ? " --dry-run" : ""}`);
+    if (this.kubernetesFails === (dryRun ? "dry-run" : "real")) {
+      throw new Error("error: removed API in use: flowcontrol.apiserver.k8s.io/v1beta3");
+    }
+    if (dryRun)
+      return `automatically detected the lowest Kubernetes version 1.36.3\nchecking for removed Kubernetes component flags\nupdating "kube-apiserver" to version "${to}"\n`;
+    for (const node of this.nodes) node.kubelet = to;
+    return "";
+  }
+
+  async etcdLeave(node: string): Promise<void> {
+    const n = this.reach(node);
+    this.log.push(`etcd leave ${n.name}`);
+    this.members = this.members.filter((m) => m.hostname !== n.name);
+  }
+
+  async etcdRemoveMember(via: string, memberId: string): Promise<void> {
+    const n = this.reach(via);
+    this.log.push(`etcd remove-member ${memberId} via ${n.name}`);
+    this.members = this.members.filter((m) => m.id !== memberId);
+  }
+
+  async wipeEphemeral(node: string): Promise<void> {
+    const n = this.reach(node);
+    this.log.push(`wipe ${n.name}`);
+    n.etcd = { state: "Preparing", health: "?" };
+  }
+
+  async bootstrapRecover(node: string, snapshot: string, skipHashCheck: boolean): Promise<void> {
+    const n = this.reach(node);
+    this.log.push(
+      `bootstrap ${n.name} --recover-from=${snapshot}${skipHashCheck ? " --recover-skip-hash-check" : ""}`,
+    );
+    for (const cp of this.nodes.filter((x) => x.role === "controlplane"))
+      cp.etcd = { state: "Running", health: "OK" };
+    this.recovered = true;
+    this.listingsSinceRecover = 0;
+  }
+}
