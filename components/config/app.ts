@@ -143,6 +143,8 @@ export interface AppSecrets {
   readonly openbaoToken?: pulumi.Output<string>;
   /** A CI job's OIDC token, exchanged for an OpenBao token through the `ci` JWT role. */
   readonly openbaoJwt?: pulumi.Output<string>;
+  /** The JWT role CI logs in with: `ci-apply` on the main branch, `ci-preview` anywhere else. */
+  readonly openbaoJwtRole: "ci-apply" | "ci-preview";
   readonly grafanaAuth?: pulumi.Output<string>;
 }
 
@@ -322,6 +324,11 @@ export function loadAppConfig(): { spec: AppSpec; secrets: AppSecrets } {
     secrets: {
       openbaoToken: config.getSecret("openbaoToken"),
       openbaoJwt: config.getSecret("openbaoJwt"),
+      // Only the main branch may apply; GitHub Actions sets GITHUB_REF for every job.
+      openbaoJwtRole:
+        process.env.GITHUB_REF === `refs/heads/${spec.openbao.ci?.branch ?? "main"}`
+          ? "ci-apply"
+          : "ci-preview",
       grafanaAuth: config.getSecret("grafanaAuth"),
     },
   };
