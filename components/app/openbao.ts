@@ -28,11 +28,7 @@ export function providerArgs(
     skipChildToken: true,
     authLoginJwt: {
       mount: CI_JWT_PATH,
-      // Previews on pull requests get the read-only role; only the main branch may apply.
-      role:
-        process.env.GITHUB_REF === `refs/heads/${settings.ci?.branch ?? "main"}`
-          ? "ci-apply"
-          : "ci-preview",
+      role: secrets.openbaoJwtRole,
       jwt: secrets.openbaoJwt!,
     },
   };
