@@ -85,7 +85,7 @@ export async function compareNodes(
         config =
           configPaths.length === 0
             ? "same"
-            : `${configPaths.length} path${configPaths.length === 1 ? "" : "s"} differ`;
+            : `${configPaths.length} ${configPaths.length === 1 ? "path differs" : "paths differ"}`;
       } catch (error) {
         errors.push(`config: ${message(error)}`);
       }

@@ -133,18 +133,34 @@ export function assertPreflight(target: string, result: PreflightReport): void {
   throw preflightError(target, result);
 }
 
-/** One error naming every failed check; exit code 3 (refused). */
-export function preflightError(target: string, result: PreflightReport): UserError {
-  const failed = result.checks.filter((check) => check.status === "failed");
-  const noun = failed.length === 1 ? "check" : "checks";
-  return new UserError(
-    {
-      what: `preflight ${target}`,
-      problem: `${failed.length} ${noun} failed; nothing was changed`,
-      got: `\n${failed.map((check) => `  - ${check.detail}`).join("\n")}\n`,
-      fix: "Fix each one and run it again",
-    },
-    ExitCode.refused,
+/** A refused preflight: one message naming every failed check; exit code 3. */
+export class PreflightError extends UserError {
+  constructor(
+    readonly target: string,
+    readonly failed: readonly CheckResult[],
+  ) {
+    const noun = failed.length === 1 ? "check" : "checks";
+    const lines = failed.map((check) => `  - ${check.detail}`).join("\n");
+    super(
+      {
+        what: `preflight ${target}`,
+        problem: `${failed.length} ${noun} failed; nothing was changed`,
+        got: lines,
+        fix: "Fix each one and run it again",
+      },
+      ExitCode.refused,
+    );
+    // A list reads better than the one-line form: the same layout as a failed operation.
+    this.message = `preflight ${target}: ${failed.length} ${noun} failed; nothing was changed; got:\n${lines}\nFix each one and run it again.`;
+    this.name = "PreflightError";
+  }
+}
+
+/** The refusal of a report that failed. */
+export function preflightError(target: string, result: PreflightReport): PreflightError {
+  return new PreflightError(
+    target,
+    result.checks.filter((check) => check.status === "failed"),
   );
 }
 

@@ -63,7 +63,7 @@ export interface TalosUpgradeRequest {
 /** Where a roll stopped. */
 interface Stop {
   readonly node: ClusterNode;
-  readonly step: "quorum" | "upgrade" | "come back" | "version" | "health";
+  readonly step: "interrupted" | "quorum" | "upgrade" | "come back" | "version" | "health";
   readonly reason: string;
 }
 
@@ -163,9 +163,12 @@ async function roll(
 
   if (pending.length > 0) {
     const cps = pending.filter((n) => n.role === "controlplane").length;
+    const workerCount = pending.length - cps;
     out(
-      `upgrade talos ${request.env} to ${to}: ${cps} control plane${cps === 1 ? "" : "s"} one at a time, ` +
-        `then ${pending.length - cps} worker${pending.length - cps === 1 ? "" : "s"} (${request.maxUnavailable} at a time)`,
+      `upgrade talos ${request.env} to ${to}: ${cps} control plane${cps === 1 ? "" : "s"} one at a time` +
+        (workerCount > 0
+          ? `, then ${workerCount} worker${workerCount === 1 ? "" : "s"} (${request.maxUnavailable} at a time)`
+          : ""),
     );
     const snapshot = await takeSnapshot({
       client,
@@ -184,6 +187,11 @@ async function roll(
       const label = (node: ClusterNode) =>
         `[${pending.indexOf(node) + 1}/${pending.length}] ${node.name}`;
       index += batch.length;
+      // SIGTERM (a CI runner, kill) lets the node under way finish, then stops before the next one.
+      if (ctx.signal?.aborted) {
+        stop = { node: batch[0], step: "interrupted", reason: "the run was asked to stop" };
+        break;
+      }
       if (batch[0].role === "controlplane") {
         const gate = await quorumGate(client, cluster, batch[0]);
         if (!gate.ok) {

@@ -75,7 +75,7 @@ describe("drift <env>", () => {
       /^cp-2 +controlplane +v1\.13\.8 \(stack: v1\.13\.9\) +1\.36\.3 +same +drift$/m,
     );
     assert.match(out, /^w-1 +worker +v1\.13\.9 +1\.36\.2 \(stack: 1\.36\.3\) +same +drift$/m);
-    assert.match(out, /^w-3 +worker +v1\.13\.9 +1\.36\.3 +1 path differ +drift$/m);
+    assert.match(out, /^w-3 +worker +v1\.13\.9 +1\.36\.3 +1 path differs +drift$/m);
     assert.match(out, /^w-3 config differs at:\n {2}v1alpha1: machine\.install\.disk$/m);
     assert.ok(!out.includes("secret-machine-token"), "config values are never printed");
     assert.match(

@@ -155,7 +155,7 @@ describe("preflightForUp: the config part `up` runs first", () => {
         assert.equal(error.exitCode, ExitCode.refused);
         assert.match(
           error.message,
-          /^preflight foundation\/staging: 3 checks failed; nothing was changed; got \n {2}- Talos upgrade path: /,
+          /^preflight foundation\/staging: 3 checks failed; nothing was changed; got:\n {2}- Talos upgrade path: /,
         );
         assert.match(
           error.message,

@@ -265,6 +265,24 @@ describe("upgrade talos: the rolling upgrade", () => {
     assert.match(f.ctx.stdout.text, /not touched: w-3/);
   });
 
+  it("on SIGTERM lets the node under way finish and touches no further node", async () => {
+    const f = dayTwoFixture();
+    const controller = new AbortController();
+    const ctx = Object.assign(f.ctx, { signal: controller.signal });
+    const original = f.talos.upgrade.bind(f.talos);
+    f.talos.upgrade = async (node, image, timeout) => {
+      controller.abort();
+      await original(node, image, timeout);
+    };
+    assert.equal(
+      await runCli(["upgrade", "talos", "staging", "--to", "v1.14.1"], ctx),
+      ExitCode.failed,
+    );
+    assert.deepEqual(upgraded(f.talos), ["cp-1"]);
+    assert.equal(f.talos.byName("cp-1").version, "v1.14.1");
+    assert.match(f.ctx.stderr.text, /stopped at cp-2 \(interrupted\)/);
+  });
+
   it("refuses to start on a partly upgraded cluster without --resume, and says how to resume", async () => {
     const f = dayTwoFixture();
     f.talos.byName("cp-1").version = "v1.14.1";
