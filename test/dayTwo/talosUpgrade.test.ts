@@ -54,6 +54,18 @@ describe("upgrade talos: the rolling upgrade", () => {
     );
   });
 
+  it("touches no node when no control plane can give a snapshot", async () => {
+    const f = dayTwoFixture();
+    for (const cp of ["cp-1", "cp-2", "cp-3"]) f.talos.snapshotFails.add(cp);
+    assert.equal(
+      await runCli(["upgrade", "talos", "staging", "--to", "v1.14.1"], f.ctx),
+      ExitCode.failed,
+    );
+    assert.match(f.ctx.stderr.text, /etcd snapshot of staging: no control plane gave a snapshot/);
+    assert.deepEqual(upgraded(f.talos), []);
+    assert.match(readStack(f), /talosVersion: v1\.13\.9/);
+  });
+
   it("runs the cluster health check after every node and checks etcd quorum before every control plane", async () => {
     const f = dayTwoFixture();
     assert.equal(
