@@ -20,6 +20,7 @@ import {
 } from "../layers";
 import { execBws, listBitwardenSecrets } from "../bitwarden";
 import { type ResolvedCredentials, resolveCredentials } from "../credentials";
+import { assertPreflight, preflightForUp } from "../dayTwo/preflight";
 import { acquireStackLock } from "../lock";
 import { ProgressRenderer } from "../progress";
 import { previewSection, readSummaryFile, skippedSection, writeSummarySection } from "../summary";
@@ -191,6 +192,16 @@ async function runOnLayer(
         },
         ...(ctx.signal ? { signal: ctx.signal } : {}),
       };
+      if (operation === "up" && layer.name === "foundation") {
+        // The config part of preflight: version steps the stack file asks for, before any change.
+        const deployed = await stack.outputs();
+        const report = preflightForUp(
+          readStackFile(layer, env),
+          Object.keys(deployed).length > 0 ? deployed : undefined,
+        );
+        for (const note of report.notes) ctx.stderr.write(`note: ${note}\n`);
+        assertPreflight(target, report);
+      }
       if (operation === "preview") {
         const diff = request.diff
           ? { diff: true, onOutput: (text: string) => ctx.stdout.write(text) }

@@ -141,8 +141,22 @@ describe("GitHub Actions workflows", () => {
     assert.doesNotMatch(runs, /--layer (foundation|all)|platform -- (up|destroy)/);
   });
 
+  it("log the app layer into OpenBao with the job's OIDC token, never a stored token", () => {
+    for (const job of [pr.jobs.preview, main.jobs.deploy]) {
+      assert.equal((job as any).permissions?.["id-token"], "write");
+      const oidc = job.steps.find((s) => s.with?.script?.includes("getIDToken"));
+      assert.match(oidc?.with?.script ?? "", /core\.getIDToken\("openbao"\)/);
+      assert.match(oidc?.with?.script ?? "", /core\.setSecret\(token\)/);
+      assert.match(oidc?.with?.script ?? "", /exportVariable\("OPENBAO_JWT", token\)/);
+    }
+    assert.doesNotMatch(JSON.stringify(pr) + JSON.stringify(main), /OPENBAO_TOKEN/);
+  });
+
   it("post the summary as one pull-request comment, found again by its hidden marker and updated", () => {
-    const post = pr.jobs.preview.steps.find((s) => s.uses?.startsWith("actions/github-script@"));
+    const post = pr.jobs.preview.steps.find(
+      (s) =>
+        s.uses?.startsWith("actions/github-script@") && s.with?.script?.includes("createComment"),
+    );
     assert.ok(post?.with?.script);
     assert.match(post.if ?? "", /always\(\)/, "also after a failed preview");
     assert.ok(post.with.script.includes(`const marker = "${SUMMARY_MARKER}";`));

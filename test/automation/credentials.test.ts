@@ -258,3 +258,53 @@ describe("credentials", () => {
     });
   });
 });
+
+describe("up runs the config part of preflight first", () => {
+  afterEach(cleanupRepos);
+
+  const stack = (talos: string, kubernetes: string) =>
+    `config:\n  talos-platform:cluster:\n    talosVersion: ${talos}\n    kubernetesVersion: ${kubernetes}\n`;
+
+  it("refuses a Kubernetes jump of two minors before the engine changes anything", async () => {
+    const repo = makeRepo({
+      foundation: { project: "talos-platform", stacks: { staging: stack("v1.13.9", "1.36.3") } },
+    });
+    const ctx = testContext({ repoRoot: repo });
+    ctx.workspaces.outputs = {
+      talosVersion: { value: "v1.13.9", secret: false },
+      kubernetesVersion: { value: "1.34.2", secret: false },
+    };
+    assert.equal(await runCli(["up", "staging"], ctx), ExitCode.refused);
+    assert.match(
+      ctx.stderr.text,
+      /preflight foundation\/staging: 1 check failed; nothing was changed/,
+    );
+    assert.deepEqual(ctx.workspaces.callsOf("operation"), []);
+  });
+
+  it("goes ahead on a first up, with nothing deployed to compare with", async () => {
+    const repo = makeRepo({
+      foundation: { project: "talos-platform", stacks: { staging: stack("v1.13.9", "1.36.3") } },
+    });
+    const ctx = testContext({ repoRoot: repo });
+    assert.equal(await runCli(["up", "staging"], ctx), ExitCode.ok);
+    assert.deepEqual(
+      ctx.workspaces.callsOf("operation").map((c) => c.operation),
+      ["up"],
+    );
+  });
+
+  it("notes a Talos version the nodes may not run yet, and goes ahead", async () => {
+    const repo = makeRepo({
+      foundation: { project: "talos-platform", stacks: { staging: stack("v1.14.0", "1.36.3") } },
+    });
+    const ctx = testContext({ repoRoot: repo });
+    ctx.workspaces.outputs = {
+      talosVersion: { value: "v1.13.9", secret: false },
+      kubernetesVersion: { value: "1.36.3", secret: false },
+    };
+    assert.equal(await runCli(["up", "staging"], ctx), ExitCode.ok);
+    assert.match(ctx.stderr.text, /moves talosVersion from v1\.13\.9 \(deployed\) to v1\.14\.0/);
+    assert.match(ctx.stderr.text, /upgrade talos staging --to v1\.14\.0/);
+  });
+});
