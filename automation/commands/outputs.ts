@@ -51,7 +51,8 @@ async function openForReading(
   return { stack, target: `${layer.name}/${request.env}` };
 }
 
-async function readOutputs(ctx: CliContext, request: ReadRequest): Promise<OutputMap> {
+/** Reads a layer's stack outputs (never creates the stack); engine errors translated. */
+export async function readOutputs(ctx: CliContext, request: ReadRequest): Promise<OutputMap> {
   const target = `${request.layer}/${request.env}`;
   try {
     const { stack } = await openForReading(ctx, request);

@@ -6,9 +6,9 @@
 import type { OutputMap } from "@pulumi/pulumi/automation";
 import * as path from "node:path";
 import { z } from "zod";
-import { resolveStackSettings } from "../backend";
+import { readOutputs } from "../commands/outputs";
 import type { CliContext } from "../context";
-import { UserError, translateEngineError } from "../errors";
+import { UserError } from "../errors";
 import { readStackFile, requireEnvironment, resolveLayer } from "../layers";
 
 /** A node's role. */
@@ -107,34 +107,12 @@ export function readStackCluster(repoRoot: string, env: string): StackCluster {
 }
 
 /** Reads the foundation stack's outputs (never creates the stack). */
-export async function readFoundationOutputs(
+export function readFoundationOutputs(
   ctx: CliContext,
   env: string,
   installCli: boolean,
 ): Promise<OutputMap> {
-  const target = `foundation/${env}`;
-  try {
-    const layer = resolveLayer(ctx.repoRoot, "foundation");
-    requireEnvironment(layer, env);
-    await ctx.workspaces.ensureCli({ install: installCli });
-    const settings = resolveStackSettings({
-      env: ctx.env,
-      layer,
-      stackFile: readStackFile(layer, env),
-      repoRoot: ctx.repoRoot,
-      mayCreate: false,
-    });
-    const stack = await ctx.workspaces.openStack({
-      workDir: layer.dir,
-      stackName: env,
-      envVars: settings.envVars,
-      secretsProvider: settings.secrets.provider,
-      create: false,
-    });
-    return await stack.outputs();
-  } catch (error) {
-    throw translateEngineError(error, { target, operation: "outputs", failures: [], errors: [] });
-  }
+  return readOutputs(ctx, { layer: "foundation", env, installCli });
 }
 
 const addressesSchema = z.record(z.string(), z.string().min(1));
