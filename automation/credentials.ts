@@ -29,17 +29,18 @@ const usesPlatform =
     nodes(config, project).some((n) => n?.platform === platform);
 const never = () => false;
 
+/** The bootstrap and foundation layers both talk to GCP. */
+const GCP_CREDENTIALS: Credential = {
+  configKey: "gcpCredentials",
+  bitwardenKey: "gcp-credentials",
+  envVar: "GOOGLE_CREDENTIALS",
+  what: "GCP service-account key (JSON); else application default credentials",
+  requiredBy: never,
+};
+
 /** Every credential, by layer. */
 export const CREDENTIALS: Readonly<Record<LayerName, readonly Credential[]>> = {
-  bootstrap: [
-    {
-      configKey: "gcpCredentials",
-      bitwardenKey: "gcp-credentials",
-      envVar: "GOOGLE_CREDENTIALS",
-      what: "GCP service-account key (JSON); else application default credentials",
-      requiredBy: never,
-    },
-  ],
+  bootstrap: [GCP_CREDENTIALS],
   foundation: [
     {
       configKey: "proxmoxApiToken",
@@ -58,13 +59,7 @@ export const CREDENTIALS: Readonly<Record<LayerName, readonly Credential[]>> = {
         return typeof flux?.repository === "string" && flux.repository.startsWith("ssh://");
       },
     },
-    {
-      configKey: "gcpCredentials",
-      bitwardenKey: "gcp-credentials",
-      envVar: "GOOGLE_CREDENTIALS",
-      what: "GCP service-account key (JSON); else application default credentials",
-      requiredBy: never,
-    },
+    GCP_CREDENTIALS,
     {
       configKey: "ociPrivateKey",
       bitwardenKey: "oci-private-key",

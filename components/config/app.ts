@@ -305,8 +305,8 @@ export function validateAppConfig(
   };
 }
 
-/** The secret keys the app layer reads. */
-const APP_SECRET_KEYS = ["openbaoToken", "openbaoJwt", "grafanaAuth"] as const;
+/** The secret keys the app layer reads (the CLI resolves the same ones). */
+export const APP_SECRET_KEYS = ["openbaoToken", "openbaoJwt", "grafanaAuth"] as const;
 
 /** Reads and validates the current app stack's config and files. */
 export function loadAppConfig(): { spec: AppSpec; secrets: AppSecrets } {

@@ -18,8 +18,8 @@ export interface PlatformSecrets {
   readonly openstackApplicationCredentialSecret?: pulumi.Output<string>;
 }
 
-/** The secret keys this program reads. */
-const SECRET_KEYS = [
+/** The secret keys the foundation program reads (the CLI resolves the same ones). */
+export const FOUNDATION_SECRET_KEYS = [
   "proxmoxApiToken",
   "fluxDeployKey",
   "gcpCredentials",
@@ -31,7 +31,7 @@ const SECRET_KEYS = [
 function presentSecretKeys(): Set<string> {
   const all = pulumi.runtime.allConfig();
   const project = pulumi.getProject();
-  return new Set(SECRET_KEYS.filter((key) => `${project}:${key}` in all));
+  return new Set(FOUNDATION_SECRET_KEYS.filter((key) => `${project}:${key}` in all));
 }
 
 /** The validated stack configuration and its secrets. */

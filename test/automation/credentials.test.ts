@@ -5,6 +5,8 @@ import * as path from "node:path";
 import { type BwsRunner, listBitwardenSecrets, parseSecretList } from "../../automation/bitwarden";
 import { runCli } from "../../automation/cli";
 import { CREDENTIALS, resolveCredentials } from "../../automation/credentials";
+import { APP_SECRET_KEYS } from "../../components/config/app";
+import { FOUNDATION_SECRET_KEYS } from "../../components/config/load";
 import { ExitCode, UserError } from "../../automation/errors";
 import { resolveLayer, readStackFile } from "../../automation/layers";
 import { withSecretConfig } from "../../automation/workspace";
@@ -102,6 +104,17 @@ describe("credentials", () => {
     });
     assert.deepEqual(resolved.secretConfig, {});
     assert.deepEqual(resolved.sources, { proxmoxApiToken: "stack", fluxDeployKey: "stack" });
+  });
+
+  it("resolves exactly the secret keys each layer's program reads", () => {
+    assert.deepEqual(
+      CREDENTIALS.foundation.map((c) => c.configKey),
+      [...FOUNDATION_SECRET_KEYS],
+    );
+    assert.deepEqual(
+      CREDENTIALS.app.map((c) => c.configKey),
+      [...APP_SECRET_KEYS],
+    );
   });
 
   it("declares the foundation's credentials, none of them from OpenBao", () => {
