@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	xcrypto "github.com/siderolabs/crypto/x509"
 	"github.com/siderolabs/grpc-proxy/proxy"
 	"github.com/siderolabs/talos/pkg/machinery/api/common"
 	"github.com/siderolabs/talos/pkg/machinery/config"
@@ -78,11 +79,11 @@ type nodeServer struct {
 }
 
 // startNodeServer starts the API of a node for its current boot; called with n.mu held, so it
-// reads n's fields directly and calls nothing that locks n.
-func startNodeServer(n *Node) (*nodeServer, error) {
+// reads n's fields directly and calls nothing that locks n. signer is the OS CA (with its key).
+func startNodeServer(n *Node, signer *xcrypto.PEMEncodedCertificateAndKey) (*nodeServer, error) {
 	s := &nodeServer{node: n, maintenance: n.cfg == nil}
 
-	tlsConfig, err := serverTLS(n, n.cfg)
+	tlsConfig, err := serverTLS(n, n.cfg, signer)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +146,7 @@ func (s *nodeServer) stop() {
 // serverTLS is the TLS config of apid: a self-signed certificate without client authentication in
 // maintenance mode; otherwise a certificate from the OS CA and client certificates required, signed
 // by that CA, carrying the client-auth usage.
-func serverTLS(n *Node, cfg config.Provider) (*tls.Config, error) {
+func serverTLS(n *Node, cfg config.Provider, signer *xcrypto.PEMEncodedCertificateAndKey) (*tls.Config, error) {
 	if cfg == nil {
 		cert, err := pki.MaintenanceCertificate(n.addr)
 		if err != nil {
@@ -155,17 +156,12 @@ func serverTLS(n *Node, cfg config.Provider) (*tls.Config, error) {
 		return &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.NoClientCert, MinVersion: tls.VersionTLS12}, nil
 	}
 
-	osCA := cfg.Machine().Security().IssuingCA()
-	if osCA == nil || len(osCA.Key) == 0 {
-		return nil, errors.New("the machine config has no OS CA key (machine.ca.key); the emulator needs it to issue the API certificate")
-	}
-
-	cert, err := pki.ServerCertificate(osCA, n.addr, hostnameOf(cfg, n.addr), cfg.Machine().Security().CertSANs())
+	cert, err := pki.ServerCertificate(signer, n.addr, hostnameOf(cfg, n.addr), cfg.Machine().Security().CertSANs())
 	if err != nil {
 		return nil, err
 	}
 
-	pool, err := pki.CertPool(osCA.Crt)
+	pool, err := pki.CertPool(cfg.Machine().Security().IssuingCA().Crt)
 	if err != nil {
 		return nil, err
 	}

@@ -77,20 +77,36 @@ func must(err error) {
 	}
 }
 
-// put creates or replaces a resource.
+// maxConflictRetries bounds the retries of a write that raced another write of the same resource.
+const maxConflictRetries = 3
+
+// put creates or replaces a resource with the one fill describes (a bounded number of attempts).
 func put[T resource.Resource](ctx context.Context, st state.State, r T, fill func(T)) error {
-	_, err := safe.StateUpdateWithConflicts(ctx, st, r.Metadata(), func(existing T) error {
-		fill(existing)
+	fill(r)
 
-		return nil
-	})
-	if state.IsNotFoundError(err) {
-		fill(r)
+	var err error
 
-		return st.Create(ctx, r)
+	for range maxConflictRetries {
+		var existing resource.Resource
+
+		existing, err = st.Get(ctx, r.Metadata())
+
+		switch {
+		case state.IsNotFoundError(err):
+			err = st.Create(ctx, r)
+		case err != nil:
+			return err
+		default:
+			r.Metadata().SetVersion(existing.Metadata().Version())
+			err = st.Update(ctx, r)
+		}
+
+		if err == nil || !state.IsConflictError(err) {
+			return err
+		}
 	}
 
-	return err
+	return fmt.Errorf("%s: gave up after %d conflicting writes: %w", r.Metadata().ID(), maxConflictRetries, err)
 }
 
 // setMachineStatus stores MachineStatus; it reports whether stage or readiness changed.
@@ -181,9 +197,7 @@ func (n *Node) writeResources(ctx context.Context, st state.State, cfg config.Pr
 
 	hostname := hostnameOf(cfg, addr)
 
-	if err := put(ctx, st, configres.NewMachineConfig(cfg), func(r *configres.MachineConfig) {
-		*r = *configres.NewMachineConfig(cfg)
-	}); err != nil {
+	if err := put(ctx, st, configres.NewMachineConfig(cfg), func(*configres.MachineConfig) {}); err != nil {
 		return err
 	}
 

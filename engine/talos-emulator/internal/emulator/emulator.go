@@ -6,6 +6,7 @@
 package emulator
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,9 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/siderolabs/crypto/x509"
+	"github.com/siderolabs/talos/pkg/machinery/config"
 )
 
 // Timings are how long the emulated steps take. Real nodes take minutes; the defaults keep a test
@@ -206,6 +210,32 @@ func (e *Emulator) clusterNodes(c *Cluster) []*Node {
 	}
 
 	return members
+}
+
+// issuingCA finds the OS CA with its key for a config: its own (control planes), else that of
+// any control plane config in the emulator with the same CA certificate (trustd's role).
+func (e *Emulator) issuingCA(cfg config.Provider) *x509.PEMEncodedCertificateAndKey {
+	own := cfg.Machine().Security().IssuingCA()
+	if own == nil {
+		return nil
+	}
+
+	if len(own.Key) > 0 {
+		return own
+	}
+
+	for _, n := range e.Nodes() {
+		other := n.config()
+		if other == nil {
+			continue
+		}
+
+		if ca := other.Machine().Security().IssuingCA(); ca != nil && len(ca.Key) > 0 && bytes.Equal(ca.Crt, own.Crt) {
+			return ca
+		}
+	}
+
+	return nil
 }
 
 // after runs f once after d unless the emulator stops first; every timer of the emulator goes

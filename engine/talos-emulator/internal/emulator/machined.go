@@ -14,6 +14,7 @@ import (
 	cosiapi "github.com/cosi-project/runtime/api/v1alpha1"
 	cosiserver "github.com/cosi-project/runtime/pkg/state/protobuf/server"
 	"github.com/google/uuid"
+	"github.com/rs/xid"
 	"github.com/siderolabs/talos/pkg/kubeconfig"
 	clusterapi "github.com/siderolabs/talos/pkg/machinery/api/cluster"
 	"github.com/siderolabs/talos/pkg/machinery/api/common"
@@ -296,7 +297,7 @@ func (s *machineService) Events(req *machine.EventsRequest, srv grpc.ServerStrea
 	events := n.events
 	n.mu.Unlock()
 
-	if err := srv.Send(&machine.Event{Id: "", ActorId: req.GetWithActorId()}); err != nil {
+	if err := srv.Send(&machine.Event{Id: xid.New().String(), ActorId: req.GetWithActorId()}); err != nil {
 		return err
 	}
 

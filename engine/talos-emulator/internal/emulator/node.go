@@ -8,6 +8,7 @@ import (
 
 	"github.com/cosi-project/runtime/pkg/state"
 	"github.com/google/uuid"
+	"github.com/siderolabs/crypto/x509"
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"github.com/siderolabs/talos/pkg/machinery/config"
 	machinetype "github.com/siderolabs/talos/pkg/machinery/config/machine"
@@ -130,7 +131,7 @@ func (n *Node) Status() Status {
 		st.Cluster = n.cfg.Cluster().Name()
 	}
 
-	_, st.Unmet = n.services.allHealthy()
+	_, st.Unmet = n.services.allHealthy(n.expectedServicesLocked())
 
 	return st
 }
@@ -238,6 +239,37 @@ func (n *Node) boot(gen uint64) error {
 		return nil
 	}
 
+	bootConfig := n.cfg
+	if n.staged != nil {
+		bootConfig = n.staged
+	}
+	n.mu.Unlock()
+
+	// The API certificate comes from the OS CA: a control plane holds its key, a worker gets its
+	// certificate from a control plane (trustd) and waits until one exists.
+	var signer *x509.PEMEncodedCertificateAndKey
+
+	if bootConfig != nil {
+		if signer = n.emu.issuingCA(bootConfig); signer == nil {
+			n.emu.log.Printf("%s: waiting for a control plane with the OS CA key (trustd) before the API can start", n.name)
+			n.emu.after(n.emu.opts.Timings.Boot, func() {
+				if err := n.boot(gen); err != nil {
+					n.emu.log.Printf("%s: boot failed: %v", n.name, err)
+				}
+			})
+
+			return nil
+		}
+	}
+
+	n.mu.Lock()
+
+	if n.gen != gen || n.phase != PhaseOff || n.faults.Down {
+		n.mu.Unlock()
+
+		return nil
+	}
+
 	if n.staged != nil {
 		n.cfg, n.staged = n.staged, nil
 	}
@@ -265,7 +297,7 @@ func (n *Node) boot(gen uint64) error {
 		n.cluster = nil
 	}
 
-	server, err := startNodeServer(n)
+	server, err := startNodeServer(n, signer)
 	if err != nil {
 		n.phase = PhaseOff
 		n.mu.Unlock()
@@ -336,6 +368,15 @@ func (n *Node) finishBoot(gen uint64, maintenance bool) {
 	n.updateMachineStatus()
 }
 
+// expectedServicesLocked lists the services the node should run (none in maintenance); n.mu held.
+func (n *Node) expectedServicesLocked() []string {
+	if n.cfg == nil {
+		return nil
+	}
+
+	return expectedServices(n.cfg.Machine().Type().IsControlPlane())
+}
+
 // setKubelet reports kubelet healthy or (fault) unhealthy.
 func (n *Node) setKubelet(unhealthy bool) {
 	if unhealthy {
@@ -402,7 +443,7 @@ func (n *Node) updateMachineStatus() {
 	}
 
 	stage := n.stage
-	ready, unmet := n.services.allHealthy()
+	ready, unmet := n.services.allHealthy(n.expectedServicesLocked())
 
 	if n.phase == PhaseBooting || n.phase == PhaseMaintenance {
 		ready = false

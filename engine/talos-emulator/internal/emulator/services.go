@@ -79,18 +79,29 @@ func (t *serviceTable) remove(id string) {
 	delete(t.services, id)
 }
 
-// allHealthy reports whether every service runs and none reports itself unhealthy, and names the
-// ones that do not (MachineStatus' unmet conditions).
-func (t *serviceTable) allHealthy() (bool, []string) {
+// allHealthy reports whether every expected service runs and is healthy, and names the ones that
+// are not (MachineStatus' unmet conditions).
+func (t *serviceTable) allHealthy(expected []string) (bool, []string) {
 	var unmet []string
 
-	for _, svc := range t.sorted() {
-		if svc.state != stateRunning || (svc.healthy != nil && !*svc.healthy) || svc.healthy == nil && healthChecked(svc.id) {
-			unmet = append(unmet, svc.id)
+	for _, id := range expected {
+		svc, ok := t.services[id]
+		if !ok || svc.state != stateRunning || (healthChecked(id) && (svc.healthy == nil || !*svc.healthy)) {
+			unmet = append(unmet, id)
 		}
 	}
 
 	return len(unmet) == 0, unmet
+}
+
+// expectedServices are the services a configured node runs once booted.
+func expectedServices(controlPlane bool) []string {
+	services := []string{"apid", "containerd", "cri", "kubelet", "machined", "syslogd", "udevd"}
+	if controlPlane {
+		services = append(services, "etcd", "trustd")
+	}
+
+	return services
 }
 
 func (t *serviceTable) sorted() []*serviceStatus {
