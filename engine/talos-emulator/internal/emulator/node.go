@@ -196,6 +196,11 @@ func (n *Node) config() config.Provider {
 	return n.cfg
 }
 
+// Config returns the node's current machine config (nil in maintenance mode).
+func (n *Node) Config() config.Provider {
+	return n.config()
+}
+
 // publish records a runtime event of the current boot.
 func (n *Node) publish(actorID string, payload proto.Message) {
 	n.mu.Lock()
