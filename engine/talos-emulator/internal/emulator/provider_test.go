@@ -68,7 +68,9 @@ func retryProvider(ctx context.Context, timeout time.Duration, f func() error) e
 	}
 }
 
-type clusterNodes struct{ byType map[machinetype.Type][]cluster.NodeInfo }
+type clusterNodes struct {
+	byType map[machinetype.Type][]cluster.NodeInfo
+}
 
 func (c clusterNodes) Nodes() []cluster.NodeInfo {
 	return append(append([]cluster.NodeInfo{}, c.byType[machinetype.TypeControlPlane]...), c.byType[machinetype.TypeWorker]...)
