@@ -1,0 +1,255 @@
+// The emulator against the real clients: five emulated nodes (3 control planes, 2 workers) on
+// loopback, configured with the real talosctl in maintenance mode, then driven through the
+// project's own talosctl client (automation/dayTwo/talosctl.ts, real talosctl underneath): versions,
+// bootstrap, etcd members, health, resources, snapshot, an upgrade roll with injected faults, drift,
+// the etcd disaster recovery and a reset. Run with `npm run test:emulator` (builds the tools once).
+import { strict as assert } from "node:assert";
+import { randomInt } from "node:crypto";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { UserError } from "../../automation/errors";
+import type { TalosClient } from "../../automation/dayTwo/talosClient";
+import { spawnRunner, TalosctlClient } from "../../automation/dayTwo/talosctl";
+import {
+  buildEmulatorTools,
+  type EmulatorTools,
+  type RunningEmulator,
+  startTalosEmulator,
+  waitFor,
+} from "./talosEmulator";
+
+const TALOS = "v1.13.0";
+const UPGRADE_IMAGE =
+  "factory.talos.dev/metal-installer/376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba:v1.13.9";
+
+describe("Talos emulator with talosctl and the project's talosctl client", function () {
+  // Building talosctl from its module takes minutes on a cold cache; each step below is bounded.
+  this.timeout(10 * 60_000);
+
+  // A /24 of its own, so two runs on one machine do not collide.
+  const subnet = `127.0.${randomInt(100, 250)}`;
+  const nodes = [
+    { name: "cp1", address: `${subnet}.11`, role: "controlplane" },
+    { name: "cp2", address: `${subnet}.12`, role: "controlplane" },
+    { name: "cp3", address: `${subnet}.13`, role: "controlplane" },
+    { name: "w1", address: `${subnet}.21`, role: "worker" },
+    { name: "w2", address: `${subnet}.22`, role: "worker" },
+  ] as const;
+  const cps = nodes.filter((n) => n.role === "controlplane").map((n) => n.address);
+  const workers = nodes.filter((n) => n.role === "worker").map((n) => n.address);
+  const addressOf = (name: string) => nodes.find((n) => n.name === name)!.address;
+
+  let tools: EmulatorTools;
+  let emulator: RunningEmulator;
+  let dir: string;
+  let talos: TalosClient;
+  const log: string[] = [];
+
+  /** Runs talosctl directly (for what the project's client does not wrap: gen, apply, bootstrap, reset). */
+  async function talosctl(args: string[], timeoutMs = 120_000) {
+    const result = await spawnRunner(tools.talosctl, args, { timeoutMs });
+    log.push(`$ talosctl ${args.join(" ")}\n${result.stdout}${result.stderr}`);
+    return result;
+  }
+
+  const connection = () => ["--talosconfig", path.join(dir, "talosconfig"), "--endpoints", cps[0]];
+
+  async function applyInsecure(name: string) {
+    const node = nodes.find((n) => n.name === name)!;
+    const file = node.role === "controlplane" ? "controlplane.yaml" : "worker.yaml";
+    const patch = JSON.stringify({
+      apiVersion: "v1alpha1",
+      kind: "HostnameConfig",
+      auto: "off",
+      hostname: node.name,
+    });
+    const result = await talosctl([
+      "apply-config",
+      "--insecure",
+      "--nodes",
+      node.address,
+      "--endpoints",
+      node.address,
+      "--file",
+      path.join(dir, file),
+      "--config-patch",
+      patch,
+    ]);
+    assert.equal(result.code, 0, `apply-config --insecure ${name}: ${result.stderr}`);
+  }
+
+  async function running(name: string) {
+    return waitFor(`${name} running`, async () => {
+      const status = await emulator.node(name);
+      if (status.phase !== "running") throw new Error(`phase ${status.phase}`);
+      return status;
+    });
+  }
+
+  before(async function () {
+    this.timeout(50 * 60_000);
+    tools = buildEmulatorTools();
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "talos-emulator-smoke-"));
+    emulator = await startTalosEmulator({
+      binary: tools.emulator,
+      nodes,
+      talosVersion: TALOS,
+      timeoutMs: 30 * 60_000,
+      log: (line) => log.push(line),
+    });
+    const gen = await talosctl([
+      "gen",
+      "config",
+      "smoke",
+      `https://${subnet}.10:6443`,
+      "--install-disk",
+      "/dev/sda",
+      "--output-dir",
+      dir,
+    ]);
+    assert.equal(gen.code, 0, gen.stderr);
+    talos = new TalosctlClient({
+      binary: tools.talosctl,
+      connection: { talosconfig: path.join(dir, "talosconfig"), endpoints: cps },
+      progress: (text) => log.push(text),
+    });
+  });
+
+  after(async function () {
+    await emulator?.stop();
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  afterEach(function () {
+    if (this.currentTest?.state === "failed") console.log(log.slice(-80).join("\n"));
+  });
+
+  it("takes each node's config in maintenance mode (talosctl apply-config --insecure)", async () => {
+    for (const node of nodes) await applyInsecure(node.name);
+    for (const node of nodes) {
+      const status = await running(node.name);
+      assert.equal(status.hostname, node.name);
+      assert.equal(status.type, node.role);
+    }
+  });
+
+  it("reports the client's and every node's version", async () => {
+    assert.equal(await talos.clientVersion(), TALOS);
+    for (const node of nodes) assert.equal(await talos.nodeVersion(node.address), TALOS);
+  });
+
+  it("bootstraps etcd once; a second bootstrap is refused", async () => {
+    const first = await talosctl(["bootstrap", ...connection(), "--nodes", cps[0]]);
+    assert.equal(first.code, 0, first.stderr);
+    const members = await waitFor("three voting etcd members", async () => {
+      const list = await talos.etcdMembers(cps[0]);
+      if (list.length !== 3 || list.some((m) => m.learner)) throw new Error(JSON.stringify(list));
+      return list;
+    });
+    assert.deepEqual(members.map((m) => m.hostname).sort(), ["cp1", "cp2", "cp3"]);
+    assert.deepEqual(members.find((m) => m.hostname === "cp2")!.peerUrls, [
+      `https://${cps[1]}:2380`,
+    ]);
+    assert.deepEqual(await talos.service(cps[1], "etcd"), { state: "Running", health: "OK" });
+    const again = await talosctl(["bootstrap", ...connection(), "--nodes", cps[0]]);
+    assert.notEqual(again.code, 0);
+    assert.match(again.stderr, /AlreadyExists desc = etcd data directory is not empty/);
+  });
+
+  it("passes talosctl health (server side: Talos' checks, Kubernetes included)", async () => {
+    await talos.health({ via: cps[0], controlPlanes: cps, workers, timeoutMs: 120_000 });
+  });
+
+  it("reads the kubelet version and the machine config (talosctl get)", async () => {
+    assert.match(await talos.kubeletVersion(workers[0]), /^1\.\d+\.\d+$/);
+    const config = await talos.machineConfig(cps[0]);
+    assert.match(config, /kind: HostnameConfig/);
+    assert.match(config, /hostname: cp1/);
+    assert.match(config, /type: controlplane/);
+  });
+
+  it("streams an etcd snapshot into a 0600 file", async () => {
+    const file = path.join(dir, "etcd.snapshot");
+    await talos.etcdSnapshot(cps[0], file);
+    const stat = fs.statSync(file);
+    assert.equal(stat.mode & 0o777, 0o600);
+    assert.equal(stat.size % 512, 32, "the SHA-256 trailer talosctl checks for");
+  });
+
+  it("stops an upgrade at the faulted control plane; the others are untouched until the fault is cleared", async () => {
+    await emulator.setFaults("cp2", { upgradeFails: true });
+    await talos.upgrade(cps[0], UPGRADE_IMAGE, 120_000);
+    assert.equal(await talos.nodeVersion(cps[0]), "v1.13.9");
+
+    await assert.rejects(talos.upgrade(cps[1], UPGRADE_IMAGE, 120_000), (error: unknown) => {
+      assert.ok(error instanceof UserError);
+      assert.match(error.message, /talosctl upgrade .* failed with exit code 1/);
+      return true;
+    });
+    assert.equal(await talos.nodeVersion(cps[1]), TALOS);
+    assert.equal(await talos.nodeVersion(cps[2]), TALOS);
+
+    await emulator.setFaults("cp2", {});
+    await talos.upgrade(cps[1], UPGRADE_IMAGE, 120_000);
+    assert.equal(await talos.nodeVersion(cps[1]), "v1.13.9");
+  });
+
+  it("a rolled back upgrade looks successful to talosctl; only the node's version tells", async () => {
+    await emulator.setFaults("cp3", { upgradeRollback: true });
+    await talos.upgrade(cps[2], UPGRADE_IMAGE, 120_000);
+    assert.equal(await talos.nodeVersion(cps[2]), TALOS);
+    await emulator.setFaults("cp3", {});
+  });
+
+  it("fails health while a worker is unhealthy, passes once it recovers", async () => {
+    await emulator.setFaults("w2", { unhealthy: true });
+    await assert.rejects(
+      talos.health({ via: cps[0], controlPlanes: cps, workers, timeoutMs: 5_000 }),
+      UserError,
+    );
+    await emulator.setFaults("w2", {});
+    await talos.health({ via: cps[0], controlPlanes: cps, workers, timeoutMs: 120_000 });
+  });
+
+  it("shows a config changed behind the program's back (drift)", async () => {
+    await emulator.patchConfig(
+      "w1",
+      "machine:\n  kubelet:\n    image: ghcr.io/siderolabs/kubelet:v1.35.2\n",
+    );
+    assert.equal(await talos.kubeletVersion(addressOf("w1")), "1.35.2");
+    assert.match(await talos.machineConfig(addressOf("w1")), /kubelet:v1\.35\.2/);
+  });
+
+  it("recovers etcd from the snapshot after every control plane lost its data", async () => {
+    await Promise.all(cps.map((cp) => talos.wipeEphemeral(cp)));
+    for (const cp of cps) {
+      await waitFor(`etcd waiting for a bootstrap on ${cp}`, async () => {
+        const etcd = await talos.service(cp, "etcd");
+        if (etcd.state !== "Preparing") throw new Error(etcd.state);
+      });
+    }
+    assert.equal((await emulator.clusters())[0].bootstrapped, false);
+
+    await talos.bootstrapRecover(cps[0], path.join(dir, "etcd.snapshot"), false);
+    await waitFor("three voting etcd members after the recovery", async () => {
+      const list = await talos.etcdMembers(cps[0]);
+      if (list.length !== 3 || list.some((m) => m.learner)) throw new Error(JSON.stringify(list));
+    });
+    await talos.health({ via: cps[0], controlPlanes: cps, workers, timeoutMs: 120_000 });
+  });
+
+  it("resets a worker to maintenance mode (talosctl reset); it takes a config again", async () => {
+    const reset = await talosctl(
+      ["reset", "--graceful=false", "--reboot", ...connection(), "--nodes", addressOf("w2")],
+      180_000,
+    );
+    assert.equal(reset.code, 0, reset.stderr);
+    await waitFor("w2 in maintenance mode", async () => {
+      const status = await emulator.node("w2");
+      if (status.phase !== "maintenance") throw new Error(status.phase);
+    });
+    await applyInsecure("w2");
+    await running("w2");
+  });
+});
