@@ -95,6 +95,8 @@ export interface StartOptions {
   readonly timingScale?: number;
   /** Receives the emulator's log lines. */
   readonly log?: (line: string) => void;
+  /** How long stop() waits after each step (shutdown request, SIGTERM) before the next. @default 5000 */
+  readonly stopStepMs?: number;
 }
 
 /** A running emulator. */
@@ -114,8 +116,6 @@ export interface RunningEmulator {
 
 /** How long the emulator may take to print its ready line. */
 const READY_TIMEOUT_MS = 30_000;
-/** How long stop() waits for the process at each step. */
-const STOP_STEP_MS = 5_000;
 
 /** Starts the emulator and resolves once every node listens. */
 export async function startTalosEmulator(options: StartOptions): Promise<RunningEmulator> {
@@ -183,27 +183,34 @@ export async function startTalosEmulator(options: StartOptions): Promise<Running
       call<NodeStatus>("PATCH", `/nodes/${encodeURIComponent(name)}/config`, patch),
     reboot: (name) => call<NodeStatus>("POST", `/nodes/${encodeURIComponent(name)}/reboot`),
     clusters: () => call<ClusterStatus[]>("GET", "/clusters"),
-    stop: () => stopProcess(child, exited, () => call("POST", "/shutdown")),
+    stop: () =>
+      stopProcess(child, exited, options.stopStepMs ?? 5_000, () => call("POST", "/shutdown")),
   };
 }
 
+/** Asks the emulator to stop, then escalates to SIGTERM and SIGKILL, each after `stepMs`. */
 async function stopProcess(
   child: ChildProcess,
   exited: Promise<void>,
+  stepMs: number,
   shutdown: () => Promise<unknown>,
 ): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
-  const within = (ms: number) =>
-    Promise.race([
+  const within = async (ms: number) => {
+    let timer: NodeJS.Timeout | undefined;
+    const done = await Promise.race([
       exited.then(() => true),
-      new Promise<boolean>((r) => setTimeout(() => r(false), ms)),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms))),
     ]);
+    clearTimeout(timer);
+    return done;
+  };
   await shutdown().catch(() => undefined);
-  if (await within(STOP_STEP_MS)) return;
+  if (await within(stepMs)) return;
   child.kill("SIGTERM");
-  if (await within(STOP_STEP_MS)) return;
+  if (await within(stepMs)) return;
   child.kill("SIGKILL");
-  await within(STOP_STEP_MS);
+  await within(stepMs);
 }
 
 /** Retries `check` until it resolves, or rejects with its last error after `timeoutMs`. */
