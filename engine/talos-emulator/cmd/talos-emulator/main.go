@@ -52,10 +52,10 @@ func (f *nodeFlags) Set(value string) error {
 
 // ready is the line printed once the emulator serves.
 type ready struct {
-	Control string           `json:"control"`
-	Version string           `json:"version"`
-	Nodes   []readyNode      `json:"nodes"`
-	Timings emulator.Timings `json:"timings"`
+	Control string            `json:"control"`
+	Version string            `json:"version"`
+	Nodes   []readyNode       `json:"nodes"`
+	Timings map[string]string `json:"timings"`
 }
 
 type readyNode struct {
@@ -65,24 +65,29 @@ type readyNode struct {
 }
 
 func main() {
-	if err := run(); err != nil {
+	if err := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "talos-emulator:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
+// run serves until the time-out, a signal, POST /shutdown or (if asked) stdin closing.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var nodes nodeFlags
 
-	flag.Var(&nodes, "node", "a node as name=address on 127.0.0.0/8 (repeat, or comma-separate)")
-	version := flag.String("talos-version", "v1.13.0", "the Talos version nodes run until upgraded")
-	control := flag.String("control", "127.0.0.1:0", "listen address of the control API (loopback)")
-	timeout := flag.Duration("timeout", 30*time.Minute, "stop after this long, whatever happens")
-	apiPort := flag.Int("api-port", 50000, "the Talos API port on every node address")
-	scale := flag.Float64("timing-scale", 1, "multiply every emulated delay (boot, install, etcd join) by this")
-	stopOnStdinClose := flag.Bool("stop-on-stdin-close", false, "stop when stdin closes (the parent process went away)")
+	flags := flag.NewFlagSet("talos-emulator", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	flags.Var(&nodes, "node", "a node as name=address on 127.0.0.0/8 (repeat, or comma-separate)")
+	version := flags.String("talos-version", "v1.13.0", "the Talos version nodes run until upgraded")
+	control := flags.String("control", "127.0.0.1:0", "listen address of the control API (loopback)")
+	timeout := flags.Duration("timeout", 30*time.Minute, "stop after this long, whatever happens")
+	apiPort := flags.Int("api-port", 50000, "the Talos API port on every node address")
+	scale := flags.Float64("timing-scale", 1, "multiply every emulated delay (boot, install, etcd join) by this")
+	stopOnStdinClose := flags.Bool("stop-on-stdin-close", false, "stop when stdin closes (the parent process went away)")
 
-	flag.Parse()
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
 
 	if len(nodes) == 0 {
 		return errors.New("no nodes: give at least one --node name=address")
@@ -97,7 +102,7 @@ func run() error {
 		return fmt.Errorf("--control %q: expected a loopback address:port", *control)
 	}
 
-	logger := log.New(os.Stderr, "talos-emulator: ", log.LstdFlags|log.Lmicroseconds)
+	logger := log.New(stderr, "talos-emulator: ", log.LstdFlags|log.Lmicroseconds)
 	timings := scaled(emulator.DefaultTimings, *scale)
 
 	emu, err := emulator.New(emulator.Options{Version: *version, APIPort: *apiPort, Timings: timings, Logger: logger})
@@ -120,7 +125,10 @@ func run() error {
 
 	go server.Serve(listener) //nolint:errcheck // ends with Shutdown
 
-	info := ready{Control: "http://" + listener.Addr().String(), Version: *version, Timings: timings}
+	info := ready{Control: "http://" + listener.Addr().String(), Version: *version, Timings: map[string]string{
+		"boot": timings.Boot.String(), "services": timings.Services.String(), "shutdown": timings.Shutdown.String(),
+		"etcdJoin": timings.EtcdJoin.String(), "install": timings.Install.String(),
+	}}
 
 	for _, spec := range nodes {
 		if _, err = emu.AddNode(spec); err != nil {
@@ -134,7 +142,7 @@ func run() error {
 
 	if *stopOnStdinClose {
 		go func() {
-			_, _ = io.Copy(io.Discard, os.Stdin) //nolint:errcheck
+			_, _ = io.Copy(io.Discard, stdin) //nolint:errcheck
 			logger.Print("stdin closed; stopping")
 			cancel()
 		}()
@@ -145,7 +153,7 @@ func run() error {
 		return err
 	}
 
-	fmt.Println(string(line))
+	fmt.Fprintln(stdout, string(line))
 
 	<-ctx.Done()
 
