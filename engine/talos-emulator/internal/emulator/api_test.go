@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/config"
 	"github.com/siderolabs/talos/pkg/machinery/config/generate/secrets"
 	"github.com/siderolabs/talos/pkg/machinery/resources/cluster"
+	configres "github.com/siderolabs/talos/pkg/machinery/resources/config"
 	"github.com/siderolabs/talos/pkg/machinery/role"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -162,5 +164,48 @@ func TestRouting(t *testing.T) {
 	_, err = c.Kubeconfig(client.WithNode(ctx, h.workers[0]))
 	if status.Code(err) != codes.Unimplemented || !strings.Contains(err.Error(), "only available on control plane nodes") {
 		t.Fatalf("kubeconfig on a worker: %v", err)
+	}
+}
+
+// TestAddressInUse: a node whose address is taken (another emulator, another test) fails at once.
+func TestAddressInUse(t *testing.T) {
+	t.Parallel()
+
+	h := newHarness(t, 18, 1, 0, "v1.13.0")
+
+	other, err := emulator.New(emulator.Options{Version: "v1.13.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	defer other.Stop()
+
+	h.waitPhase(h.cps[0], emulator.PhaseMaintenance)
+
+	if _, err = other.AddNode(emulator.NodeSpec{Name: "again", Address: netip.MustParseAddr(h.cps[0])}); err == nil || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("want address already in use, got %v", err)
+	}
+}
+
+// TestSensitiveResources: the machine config is for admins only, as in Talos.
+func TestSensitiveResources(t *testing.T) {
+	t.Parallel()
+
+	h := newHarness(t, 19, 1, 0, "v1.13.0")
+	h.applyAll()
+
+	ctx := client.WithNode(context.Background(), h.cps[0])
+
+	if _, err := safe.StateGetByID[*configres.MachineConfig](ctx, h.client(h.cps).COSI, configres.ActiveID); err != nil {
+		t.Fatalf("admin reads the machine config: %v", err)
+	}
+
+	_, err := safe.StateGetByID[*configres.MachineConfig](ctx, h.client(h.cps, role.Reader).COSI, configres.ActiveID)
+	if status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("reader reads the machine config: want PermissionDenied, got %v", err)
+	}
+
+	if _, err = safe.StateListAll[*cluster.Member](ctx, h.client(h.cps, role.Reader).COSI); err != nil {
+		t.Fatalf("reader lists members: %v", err)
 	}
 }

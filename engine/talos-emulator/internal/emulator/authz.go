@@ -2,8 +2,8 @@ package emulator
 
 import (
 	"context"
-	"strings"
 
+	configres "github.com/siderolabs/talos/pkg/machinery/resources/config"
 	"github.com/siderolabs/talos/pkg/machinery/role"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -102,9 +102,14 @@ func authorize(ctx context.Context, fullMethod string) error {
 	return errNotAuthorized
 }
 
-// authzUnary and authzStream enforce the rules in front of the node's services.
+// authzUnary and authzStream enforce the rules in front of the node's services, and keep sensitive
+// resources (the machine config) from non-admins as Talos does.
 func authzUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	if err := authorize(ctx, info.FullMethod); err != nil {
+		return nil, err
+	}
+
+	if err := checkSensitive(ctx, req); err != nil {
 		return nil, err
 	}
 
@@ -116,11 +121,35 @@ func authzStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, han
 		return err
 	}
 
-	return handler(srv, ss)
+	return handler(srv, &sensitiveStream{ServerStream: ss})
 }
 
-// isSensitiveDenied reports whether a reader may not see a resource type (secrets and the machine
-// config are sensitive in Talos).
-func isSensitiveDenied(roles role.Set, resourceType string) bool {
-	return !roles.Includes(role.Admin) && strings.HasPrefix(resourceType, "MachineConfigs.")
+// typedRequest is a resource API request (Get, List, Watch) naming a resource type.
+type typedRequest interface{ GetType() string }
+
+// checkSensitive refuses a resource request for a sensitive type unless the caller is an admin.
+func checkSensitive(ctx context.Context, req any) error {
+	typed, ok := req.(typedRequest)
+	if !ok {
+		return nil
+	}
+
+	if typed.GetType() == configres.MachineConfigType && !rolesFromMetadata(ctx).Includes(role.Admin) {
+		return errNotAuthorized
+	}
+
+	return nil
+}
+
+// sensitiveStream checks the request of a streaming resource call (List, Watch) as it arrives.
+type sensitiveStream struct {
+	grpc.ServerStream
+}
+
+func (s *sensitiveStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+
+	return checkSensitive(s.Context(), m)
 }

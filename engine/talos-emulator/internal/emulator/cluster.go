@@ -21,6 +21,8 @@ type Cluster struct {
 	joining  map[netip.Addr]bool
 	cordoned map[string]bool
 	kube     *kubeAPI
+	// kubeWarned: the log already said the endpoint cannot be served.
+	kubeWarned bool
 }
 
 func newCluster(e *Emulator, id, name string) *Cluster {
@@ -129,7 +131,11 @@ func (c *Cluster) reconcile() {
 
 	for _, u := range updates {
 		u.node.setService("etcd", u.state, u.message, u.healthy)
-		u.node.refreshResources()
+	}
+
+	// Every node's view of the cluster (discovery members, static pods) follows the change.
+	for _, v := range views {
+		v.node.refreshResources()
 	}
 }
 

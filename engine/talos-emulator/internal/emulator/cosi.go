@@ -150,7 +150,6 @@ func (n *Node) refreshResources() {
 	unhealthy := n.faults.Unhealthy
 	phase := n.phase
 	cl := n.cluster
-	version := n.version
 	n.mu.Unlock()
 
 	if st == nil || phase == PhaseOff {
@@ -160,14 +159,14 @@ func (n *Node) refreshResources() {
 	ctx, cancel := context.WithTimeout(context.Background(), resourceTimeout)
 	defer cancel()
 
-	if err := n.writeResources(ctx, st, cfg, addr, unhealthy, phase, cl, version); err != nil {
+	if err := n.writeResources(ctx, st, cfg, addr, unhealthy, phase, cl); err != nil {
 		n.emu.log.Printf("%s: updating resources: %v", n.name, err)
 	}
 }
 
 //nolint:gocognit,gocyclo,cyclop
 func (n *Node) writeResources(ctx context.Context, st state.State, cfg config.Provider, addr netip.Addr, unhealthy bool,
-	phase Phase, cl *Cluster, version string,
+	phase Phase, cl *Cluster,
 ) error {
 	// EPHEMERAL is there in every boot (maintenance included): the health check reads its size.
 	if err := put(ctx, st, block.NewVolumeStatus(block.NamespaceName, "EPHEMERAL"), func(r *block.VolumeStatus) {
@@ -245,8 +244,6 @@ func (n *Node) writeResources(ctx context.Context, st state.State, cfg config.Pr
 			return err
 		}
 	}
-
-	_ = version
 
 	return nil
 }

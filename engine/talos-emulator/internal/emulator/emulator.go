@@ -11,8 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -135,6 +137,16 @@ func (e *Emulator) AddNode(spec NodeSpec) (*Node, error) {
 			return nil, fmt.Errorf("node %q: the name is already used", spec.Name)
 		}
 	}
+
+	// Fail now, not at the asynchronous boot, when another process holds the address.
+	probe, err := net.Listen("tcp", net.JoinHostPort(spec.Address.String(), strconv.Itoa(e.opts.APIPort)))
+	if err != nil {
+		e.mu.Unlock()
+
+		return nil, fmt.Errorf("node %q: %w", spec.Name, err)
+	}
+
+	probe.Close() //nolint:errcheck
 
 	n := newNode(e, spec)
 	e.nodes = append(e.nodes, n)

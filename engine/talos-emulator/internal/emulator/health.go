@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cosi-project/runtime/pkg/safe"
 	"github.com/siderolabs/talos/pkg/cluster"
@@ -20,6 +21,9 @@ import (
 
 	"talos-platform/engine/talos-emulator/internal/pki"
 )
+
+// defaultHealthWait is talosctl health's default --wait-timeout, for callers that send none.
+const defaultHealthWait = 20 * time.Minute
 
 // clusterService serves the server-side cluster health check (`talosctl health`, whose --server
 // flag defaults to true). Like machined, it runs Talos' own checks (pkg/cluster/check,
@@ -59,7 +63,12 @@ func (s *clusterService) HealthCheck(req *clusterapi.HealthCheckRequest, srv grp
 	k8sProvider := &cluster.KubernetesClient{ClientProvider: clientProvider, ForceEndpoint: req.GetClusterInfo().GetForceEndpoint()}
 	defer k8sProvider.K8sClose() //nolint:errcheck
 
-	ctx, cancel := context.WithTimeout(srv.Context(), req.GetWaitTimeout().AsDuration())
+	waitTimeout := req.GetWaitTimeout().AsDuration()
+	if waitTimeout <= 0 {
+		waitTimeout = defaultHealthWait
+	}
+
+	ctx, cancel := context.WithTimeout(srv.Context(), waitTimeout)
 	defer cancel()
 
 	info, err := healthClusterInfo(ctx, c, req.GetClusterInfo())

@@ -50,9 +50,6 @@ type corednsPod struct {
 	hostname string
 }
 
-// kubeAvailable reports that the cluster endpoint is not a loopback address, once.
-var kubeNotServed sync.Map
-
 // ensureKubeAPI starts the cluster's Kubernetes API once etcd exists; called with c.mu held.
 func (c *Cluster) ensureKubeAPI(views []view) {
 	if c.kube != nil || !c.etcd.bootstrapped {
@@ -84,7 +81,8 @@ func (c *Cluster) ensureKubeAPI(views []view) {
 
 	addr, err := netip.ParseAddr(host)
 	if err != nil || !addr.IsLoopback() {
-		if _, seen := kubeNotServed.LoadOrStore(c.id, true); !seen {
+		if !c.kubeWarned {
+			c.kubeWarned = true
 			c.emu.log.Printf("cluster %s: endpoint %s is not a loopback IP address; the Kubernetes API is not emulated (Kubernetes checks and drains fail)", c.name, endpoint)
 		}
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	goruntime "runtime"
+	"strings"
 	"time"
 
 	cosiapi "github.com/cosi-project/runtime/api/v1alpha1"
@@ -249,18 +250,14 @@ func (s *machineService) Version(context.Context, *emptypb.Empty) (*machine.Vers
 
 // Hostname reports the node's hostname.
 func (s *machineService) Hostname(context.Context, *emptypb.Empty) (*machine.HostnameResponse, error) {
-	v := s.node.view()
+	n := s.node
 
-	hostname := v.hostname
-	if hostname == "" {
-		hostname = hostnameOfAddr(v)
+	hostname := "talos-" + strings.ReplaceAll(n.addr.String(), ".", "-")
+	if cfg := n.config(); cfg != nil {
+		hostname = hostnameOf(cfg, n.addr)
 	}
 
 	return &machine.HostnameResponse{Messages: []*machine.Hostname{{Hostname: hostname}}}, nil
-}
-
-func hostnameOfAddr(v view) string {
-	return "talos-" + v.addr.String()
 }
 
 // Memory reports 8 GiB, above the minimum the health check requires of every node type.

@@ -75,10 +75,6 @@ func (t *serviceTable) get(id string) (*serviceStatus, bool) {
 	return svc, ok
 }
 
-func (t *serviceTable) remove(id string) {
-	delete(t.services, id)
-}
-
 // allHealthy reports whether every expected service runs and is healthy, and names the ones that
 // are not (MachineStatus' unmet conditions).
 func (t *serviceTable) allHealthy(expected []string) (bool, []string) {
