@@ -103,7 +103,7 @@ export function foundation(): FoundationOutputs {
       clusterName: spec.cluster.name,
       provider: provider!,
       issuer: { url: spec.cluster.endpointUrl, signingKey: cluster.serviceAccountSigningKey },
-      existingKey: secrets.openbaoUnsealCredentials,
+      existingKey: secrets.gcpUnsealCredentials,
     });
   const dns =
     services.dns &&

@@ -43,7 +43,11 @@ const connectivity: Rule = (input, problems) => {
   const controlPlaneSites = [
     ...new Set(placed.filter((p) => p.entry.node.role === "controlplane").map((p) => p.site)),
   ];
-  if (cluster.vip && controlPlaneSites.length > 1) {
+  // An OCI control plane with a VIP is reported by the vip rule already (OCI carries no layer-2 VIP).
+  const ociControlPlane = placed.some(
+    (p) => p.entry.node.role === "controlplane" && p.entry.node.platform === "oci",
+  );
+  if (cluster.vip && controlPlaneSites.length > 1 && !ociControlPlane) {
     problems.add(
       ["cluster", "vip"],
       `a layer-2 VIP cannot span sites, and the control planes are at ${controlPlaneSites.join(", ")}`,
@@ -252,12 +256,12 @@ const openbaoCredentials: Rule = (input: RuleInput, problems: Problems) => {
   if (mode === "existingKey") {
     if (!openbao.serviceAccountEmail) {
       problems.add(["openbao", "serviceAccountEmail"], "required when openbao.credentials is existingKey", {
-        hint: "The service account whose key the openbaoUnsealCredentials credential holds; the program grants it the unseal roles",
+        hint: "The service account whose key the gcpUnsealCredentials credential holds; the program grants it the unseal roles",
       });
     }
-    if (!input.secretKeys.has("openbaoUnsealCredentials")) {
-      problems.add(["openbaoUnsealCredentials"], "required as a secret when openbao.credentials is existingKey", {
-        hint: "Let the CLI resolve it (Bitwarden openbao-unseal-credentials, or OPENBAO_UNSEAL_CREDENTIALS): the key file's JSON",
+    if (!input.secretKeys.has("gcpUnsealCredentials")) {
+      problems.add(["gcpUnsealCredentials"], "required as a secret when openbao.credentials is existingKey", {
+        hint: "Let the CLI resolve it (Bitwarden gcp-unseal-credentials, or GCP_UNSEAL_CREDENTIALS): the key file's JSON",
       });
     }
   } else if (openbao.serviceAccountEmail) {

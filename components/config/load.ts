@@ -19,7 +19,7 @@ export interface PlatformSecrets {
   /** The private key (PEM) the Proxmox provider logs into the hosts with (proxmox.ssh without the agent). */
   readonly proxmoxSshPrivateKey?: pulumi.Output<string>;
   /** An existing service-account key (JSON) for OpenBao's unseal (openbao.credentials: existingKey). */
-  readonly openbaoUnsealCredentials?: pulumi.Output<string>;
+  readonly gcpUnsealCredentials?: pulumi.Output<string>;
 }
 
 /** The secret keys the foundation program reads (the CLI resolves the same ones). */
@@ -30,7 +30,7 @@ export const FOUNDATION_SECRET_KEYS = [
   "ociPrivateKey",
   "openstackApplicationCredentialSecret",
   "proxmoxSshPrivateKey",
-  "openbaoUnsealCredentials",
+  "gcpUnsealCredentials",
 ] as const;
 
 /** Which of the program's secret keys the stack sets, without reading (or logging) their values. */
@@ -76,7 +76,7 @@ export function loadPlatformConfig(): LoadedConfig {
         "openstackApplicationCredentialSecret",
       ),
       proxmoxSshPrivateKey: config.getSecret("proxmoxSshPrivateKey"),
-      openbaoUnsealCredentials: config.getSecret("openbaoUnsealCredentials"),
+      gcpUnsealCredentials: config.getSecret("gcpUnsealCredentials"),
     },
   };
 }

@@ -476,7 +476,7 @@ export const openbaoSchema = z.strictObject({
   kubernetesServiceAccount: z
     .strictObject({ namespace: dnsLabel.optional(), name: dnsLabel.optional() })
     .optional(),
-  /** The service account whose key the openbaoUnsealCredentials credential holds (existingKey). */
+  /** The service account whose key the gcpUnsealCredentials credential holds (existingKey). */
   serviceAccountEmail: z
     .string()
     .regex(/^[a-z0-9-]+@[a-z0-9-]+\.iam\.gserviceaccount\.com$/, {

@@ -168,8 +168,8 @@ export interface SiteSpec {
   readonly platforms: readonly Platform[];
   /** Prefixes the site's nodes connect from, for other sites' firewalls (given, or their fixed addresses). */
   readonly cidrs: readonly string[];
-  /** True when some node's source address is not known statically (and no `cidrs` were given). */
-  readonly cidrsIncomplete: boolean;
+  /** The same for its control planes only (the given `cidrs` when given). */
+  readonly controlPlaneCidrs: readonly string[];
 }
 
 /** Cluster-wide settings. */

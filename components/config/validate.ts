@@ -282,11 +282,14 @@ function normalizeSites(
     const given = cluster.sites?.[name]?.cidrs;
     const known = knownSourceAddresses(node, oci);
     const previous = sites[name];
+    const prefixes = (known ?? []).map(hostPrefix);
     sites[name] = {
       name,
       platforms: [...new Set([...(previous?.platforms ?? []), node.platform])],
-      cidrs: given ?? [...(previous?.cidrs ?? []), ...(known ?? []).map(hostPrefix)],
-      cidrsIncomplete: given ? false : (previous?.cidrsIncomplete ?? false) || known === undefined,
+      cidrs: given ?? [...(previous?.cidrs ?? []), ...prefixes],
+      controlPlaneCidrs:
+        given ??
+        [...(previous?.controlPlaneCidrs ?? []), ...(node.role === "controlplane" ? prefixes : [])],
     };
   }
   return sites;

@@ -128,7 +128,7 @@ export class OpenbaoUnsealKey extends pulumi.ComponentResource {
       }
       case "existingKey":
         this.member = pulumi.output(`serviceAccount:${settings.serviceAccountEmail!}`);
-        credentials = required(args.existingKey, "the openbaoUnsealCredentials credential");
+        credentials = required(args.existingKey, "the gcpUnsealCredentials credential");
         break;
       case "workloadIdentity": {
         const issuer = required(args.issuer, "the cluster's service-account issuer");

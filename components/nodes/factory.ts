@@ -146,10 +146,8 @@ export class MachineFactory {
       (n) => n.platform === "openstack" && n.role === "controlplane",
     );
     const hereSites = new Set(this.nodes.filter((n) => n.platform === "openstack").map((n) => n.site));
-    const otherSites = Object.fromEntries(
-      Object.values(this.cluster.sites)
-        .filter((site) => !hereSites.has(site.name))
-        .map((site) => [site.name, site.cidrs]),
+    const otherSites = Object.values(this.cluster.sites).filter(
+      (site) => !hereSites.has(site.name),
     );
     this.openstack ??= new OpenstackPlatform(
       `${this.cluster.name}-openstack`,

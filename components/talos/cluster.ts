@@ -172,8 +172,9 @@ export class TalosCluster extends pulumi.ComponentResource {
           controlPlaneNodes: controlPlanes.map((m) => m.machine.kubeletAddress),
           workerNodes: workers.map((m) => m.machine.kubeletAddress),
           endpoints: cpAddresses,
-          // Without a CNI (Cilium arrives later through Flux) nodes stay NotReady: check Talos and etcd only.
-          skipKubernetesChecks: cluster.network.cni === "none",
+          // With a CNI the program does not install (Cilium, or none) nodes may stay NotReady until it
+          // arrives: check Talos and etcd only.
+          skipKubernetesChecks: cluster.network.cni !== "flannel",
           timeouts: { read: cluster.health.timeout },
         },
         { parent: this, dependsOn: [bootstrap, ...members.map(configured)] },

@@ -1,6 +1,6 @@
 import * as openstack from "@pulumi/openstack";
 import * as pulumi from "@pulumi/pulumi";
-import type { ClusterSpec, OpenstackSpec } from "../../config/types";
+import type { ClusterSpec, OpenstackSpec, SiteSpec } from "../../config/types";
 import { ipFamily, parseCidr } from "../../net";
 import { type NodeSet, nodePortRules, type PortRule, WORKSTATION_RULES } from "../../net/firewall";
 import type { PlatformImage } from "../../talos/imageFactory";
@@ -16,8 +16,8 @@ export interface OpenstackPlatformArgs {
   readonly vip?: string;
   /** CNI, connectivity and sites: which node-to-node flows the security groups let in, from where. */
   readonly network: Pick<ClusterSpec["network"], "cni" | "connectivity">;
-  /** Prefixes of the other sites' nodes (routed connectivity), by site. */
-  readonly otherSites: Readonly<Record<string, readonly string[]>>;
+  /** The other sites, whose prefixes are let in when routed. */
+  readonly otherSites: readonly SiteSpec[];
   /** True when a control plane runs on OpenStack (the control-plane group then exists). */
   readonly controlPlanesHere: boolean;
   /** An application credential secret (secret); else clouds.yaml or the OS_* variables. */
@@ -156,7 +156,6 @@ export class OpenstackPlatform extends pulumi.ComponentResource {
         );
       }
     };
-    const otherSitePrefixes = Object.values(args.otherSites).flat();
     for (const rule of nodePortRules(args.network)) {
       if (rule.from === "anywhere") {
         for (const prefix of ["0.0.0.0/0", "::/0"]) allow(rule, { prefix }, rule.what);
@@ -164,8 +163,10 @@ export class OpenstackPlatform extends pulumi.ComponentResource {
       }
       allow(rule, { group: rule.from }, rule.what);
       // Other sites' nodes come through the firewall only when routed (KubeSpan tunnels them).
-      if (args.network.connectivity === "routed") {
-        for (const prefix of otherSitePrefixes) allow(rule, { prefix }, `${rule.what} (other sites)`);
+      if (args.network.connectivity !== "routed") continue;
+      for (const site of args.otherSites) {
+        const prefixes = rule.from === "controlplane" ? site.controlPlaneCidrs : site.cidrs;
+        for (const prefix of prefixes) allow(rule, { prefix }, `${rule.what} (site ${site.name})`);
       }
     }
     for (const cidr of settings.apiAllowedCidrs) {
