@@ -187,17 +187,18 @@ describe("config changes without quorum loss", () => {
       }
     });
     const all = applies(recorder);
-    const machines = new Set(
-      recorder.resources.filter((r) => /^platform:\w+:Node$/.test(r.type)).map((r) => r.urn),
-    );
     assert.equal(all.length, 10);
+    const applyUrns = new Set(all.map((a) => a.urn));
     for (const apply of all) {
-      const waits = apply.options.dependencies.filter(
-        (d) => !d.includes("talos:machine/secrets:Secrets"),
+      assert.deepEqual(
+        apply.options.dependencies.filter((d) => applyUrns.has(d)),
+        [],
+        `${apply.name} waits for another node's apply`,
       );
-      // A bare-metal machine has no child resources to wait for; every other apply waits for its VM or instance.
-      assert.ok(waits.length <= 1, `${apply.name} waits for ${waits.join(", ")}`);
-      assert.ok(waits.every((w) => machines.has(w)), `${apply.name} waits for its machine only`);
+    }
+    for (const node of ["cp-1", "worker-1", "worker-6"]) {
+      const apply = recorder.named(`demo-${node}-config`);
+      assert.ok(apply.options.dependencies.includes(recorder.named(`demo-${node}-vm`).urn));
     }
   });
 
