@@ -90,7 +90,8 @@ describe("Proxmox image path", () => {
   });
 
   it("gives the provider SSH with the private key from the credentials, as a secret", async () => {
-    const key = "-----BEGIN OPENSSH PRIVATE KEY-----\nFAKE-SECRET-ssh\n-----END OPENSSH PRIVATE KEY-----\n";
+    const key =
+      "-----BEGIN OPENSSH PRIVATE KEY-----\nFAKE-SECRET-ssh\n-----END OPENSSH PRIVATE KEY-----\n";
     const { recorder } = await run(
       proxmoxCluster,
       (v) => {
@@ -137,7 +138,8 @@ describe("Proxmox image path", () => {
     ],
   ];
   for (const [label, change, expected, secrets] of cases) {
-    it(`rejects ${label}`, () => assert.deepEqual(problemsOf(proxmoxCluster, change, secrets), expected));
+    it(`rejects ${label}`, () =>
+      assert.deepEqual(problemsOf(proxmoxCluster, change, secrets), expected));
   }
 
   it("accepts SSH with the key as a secret", () => {
@@ -295,7 +297,10 @@ describe("bare metal: first push to the maintenance-mode address", () => {
 
   it("has no install push when the node answers in maintenance mode where it will stay", async () => {
     const { recorder } = await run(mixedCluster, () => undefined);
-    assert.equal(recorder.resources.some((r) => r.name === "demo-metal-1-install"), false);
+    assert.equal(
+      recorder.resources.some((r) => r.name === "demo-metal-1-install"),
+      false,
+    );
     assert.equal(recorder.named("demo-metal-1-config").inputs.timeouts.create, "10m");
   });
 

@@ -7,7 +7,10 @@ import type { IndexedNode, Rule, RuleInput } from "./rules";
 import { knownSourceAddresses, serviceFamilies, siteOf, staticAddresses } from "./sites";
 
 /** Extensions built for x86 only: an arm64 schematic cannot carry them. */
-export const X86_ONLY_EXTENSIONS: readonly string[] = ["siderolabs/intel-ucode", "siderolabs/amd-ucode"];
+export const X86_ONLY_EXTENSIONS: readonly string[] = [
+  "siderolabs/intel-ucode",
+  "siderolabs/amd-ucode",
+];
 
 /** Proxmox image formats that Proxmox decompresses into `iso` content, which only SSH can import. */
 const SSH_IMAGE_FORMATS: readonly string[] = ["raw.zst", "raw.gz"];
@@ -133,22 +136,34 @@ const kubeletFamily: Rule = ({ cluster, nodes }, problems) => {
             hint,
           });
         else if (!node.network && lacks([node.baremetal.address]))
-          problems.add(["nodes", index, "baremetal", "address"], `is not an ${ipv(primary)} address`, {
-            got: node.baremetal.address,
-            hint: `${hint}. Give network.addresses with one`,
-          });
+          problems.add(
+            ["nodes", index, "baremetal", "address"],
+            `is not an ${ipv(primary)} address`,
+            {
+              got: node.baremetal.address,
+              hint: `${hint}. Give network.addresses with one`,
+            },
+          );
         break;
       case "oci":
         if (primary === 6 && !node.oci?.ipv6Address)
-          problems.add(["nodes", index, "oci", "ipv6Address"], "required in an IPv6-first cluster", {
-            hint,
-          });
+          problems.add(
+            ["nodes", index, "oci", "ipv6Address"],
+            "required in an IPv6-first cluster",
+            {
+              hint,
+            },
+          );
         break;
       case "openstack":
         if (primary === 6 && !node.openstack?.fixedIp6)
-          problems.add(["nodes", index, "openstack", "fixedIp6"], "required in an IPv6-first cluster", {
-            hint,
-          });
+          problems.add(
+            ["nodes", index, "openstack", "fixedIp6"],
+            "required in an IPv6-first cluster",
+            {
+              hint,
+            },
+          );
         break;
       default: {
         const unhandled: never = node;
@@ -213,9 +228,13 @@ const proxmoxImage: Rule = ({ proxmox, secretKeys }, problems) => {
     );
   }
   if (proxmox.ssh && proxmox.ssh.agent !== true && !secretKeys.has("proxmoxSshPrivateKey")) {
-    problems.add(["proxmoxSshPrivateKey"], "required as a secret because proxmox.ssh.agent is not true", {
-      hint: "Let the CLI resolve it (Bitwarden proxmox-ssh-private-key, or PROXMOX_VE_SSH_PRIVATE_KEY), or set proxmox.ssh.agent: true to use SSH_AUTH_SOCK",
-    });
+    problems.add(
+      ["proxmoxSshPrivateKey"],
+      "required as a secret because proxmox.ssh.agent is not true",
+      {
+        hint: "Let the CLI resolve it (Bitwarden proxmox-ssh-private-key, or PROXMOX_VE_SSH_PRIVATE_KEY), or set proxmox.ssh.agent: true to use SSH_AUTH_SOCK",
+      },
+    );
   }
   proxmox.hosts.forEach((host, i) => {
     if (host.sshAddress && !proxmox.ssh) {
@@ -231,7 +250,8 @@ const proxmoxImage: Rule = ({ proxmox, secretKeys }, problems) => {
 const architectureExtensions: Rule = ({ cluster, nodes, oci }, problems) => {
   const factory = cluster?.imageFactory;
   if (!factory) return;
-  const ociArch = oci?.architecture ?? (/\.A\d\./.test(oci?.shape ?? "VM.Standard.A1.Flex") ? "arm64" : "amd64");
+  const ociArch =
+    oci?.architecture ?? (/\.A\d\./.test(oci?.shape ?? "VM.Standard.A1.Flex") ? "arm64" : "amd64");
   const arm = nodes.find(({ node }) => node.platform === "oci" && ociArch === "arm64");
   if (!arm) return;
   const check = (path: (string | number)[], list: readonly string[] | undefined) =>
@@ -246,7 +266,10 @@ const architectureExtensions: Rule = ({ cluster, nodes, oci }, problems) => {
     });
   check(["cluster", "imageFactory", "extensions"], factory.extensions);
   check(["cluster", "imageFactory", "platformExtensions", "oci"], factory.platformExtensions?.oci);
-  check(["cluster", "imageFactory", "architectureExtensions", "arm64"], factory.architectureExtensions?.arm64);
+  check(
+    ["cluster", "imageFactory", "architectureExtensions", "arm64"],
+    factory.architectureExtensions?.arm64,
+  );
 };
 
 const openbaoCredentials: Rule = (input: RuleInput, problems: Problems) => {
@@ -255,14 +278,22 @@ const openbaoCredentials: Rule = (input: RuleInput, problems: Problems) => {
   const mode = openbao.credentials ?? "serviceAccountKey";
   if (mode === "existingKey") {
     if (!openbao.serviceAccountEmail) {
-      problems.add(["openbao", "serviceAccountEmail"], "required when openbao.credentials is existingKey", {
-        hint: "The service account whose key the gcpUnsealCredentials credential holds; the program grants it the unseal roles",
-      });
+      problems.add(
+        ["openbao", "serviceAccountEmail"],
+        "required when openbao.credentials is existingKey",
+        {
+          hint: "The service account whose key the gcpUnsealCredentials credential holds; the program grants it the unseal roles",
+        },
+      );
     }
     if (!input.secretKeys.has("gcpUnsealCredentials")) {
-      problems.add(["gcpUnsealCredentials"], "required as a secret when openbao.credentials is existingKey", {
-        hint: "Let the CLI resolve it (Bitwarden gcp-unseal-credentials, or GCP_UNSEAL_CREDENTIALS): the key file's JSON",
-      });
+      problems.add(
+        ["gcpUnsealCredentials"],
+        "required as a secret when openbao.credentials is existingKey",
+        {
+          hint: "Let the CLI resolve it (Bitwarden gcp-unseal-credentials, or GCP_UNSEAL_CREDENTIALS): the key file's JSON",
+        },
+      );
     }
   } else if (openbao.serviceAccountEmail) {
     problems.add(["openbao", "serviceAccountEmail"], `is only used with credentials: existingKey`, {
@@ -270,7 +301,10 @@ const openbaoCredentials: Rule = (input: RuleInput, problems: Problems) => {
     });
   }
   if (mode !== "workloadIdentity" && openbao.kubernetesServiceAccount) {
-    problems.add(["openbao", "kubernetesServiceAccount"], "is only used with credentials: workloadIdentity");
+    problems.add(
+      ["openbao", "kubernetesServiceAccount"],
+      "is only used with credentials: workloadIdentity",
+    );
   }
 };
 

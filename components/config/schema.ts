@@ -82,12 +82,18 @@ export const CNIS = ["flannel", "cilium", "none"] as const;
 export const PROXMOX_IMAGE_FORMATS = ["qcow2", "raw", "raw.zst", "raw.gz"] as const;
 
 /** How OpenBao's unseal identity authenticates to GCP. */
-export const OPENBAO_CREDENTIALS = ["serviceAccountKey", "workloadIdentity", "existingKey"] as const;
+export const OPENBAO_CREDENTIALS = [
+  "serviceAccountKey",
+  "workloadIdentity",
+  "existingKey",
+] as const;
 
 /** Resolvers and time servers; on a site or a node they override the cluster's. */
 const resolvers = {
   nameservers: z.array(ip).optional(),
-  searchDomains: z.array(z.string().refine(isDnsName, { error: "expected a DNS domain" })).optional(),
+  searchDomains: z
+    .array(z.string().refine(isDnsName, { error: "expected a DNS domain" }))
+    .optional(),
   ntpServers: z.array(z.string().min(1)).optional(),
 };
 

@@ -82,7 +82,9 @@ export function nodeResolvers(node: RawNode, cluster: RawCluster, site: string):
 /** The static addresses of a Proxmox or bare-metal node (without prefixes). */
 export function staticAddresses(node: RawNode): string[] {
   if (node.platform !== "proxmox" && node.platform !== "baremetal") return [];
-  return (node.network?.addresses ?? []).map((a) => parseCidr(a)?.ip).filter((a) => a !== undefined);
+  return (node.network?.addresses ?? [])
+    .map((a) => parseCidr(a)?.ip)
+    .filter((a) => a !== undefined);
 }
 
 /**

@@ -287,9 +287,10 @@ function normalizeSites(
       name,
       platforms: [...new Set([...(previous?.platforms ?? []), node.platform])],
       cidrs: given ?? [...(previous?.cidrs ?? []), ...prefixes],
-      controlPlaneCidrs:
-        given ??
-        [...(previous?.controlPlaneCidrs ?? []), ...(node.role === "controlplane" ? prefixes : [])],
+      controlPlaneCidrs: given ?? [
+        ...(previous?.controlPlaneCidrs ?? []),
+        ...(node.role === "controlplane" ? prefixes : []),
+      ],
     };
   }
   return sites;

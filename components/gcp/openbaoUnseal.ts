@@ -191,6 +191,7 @@ export class OpenbaoUnsealKey extends pulumi.ComponentResource {
 }
 
 function required<T>(value: T | undefined, what: string): T {
-  if (value === undefined) throw new Error(`${what} is required (validation should have caught this)`);
+  if (value === undefined)
+    throw new Error(`${what} is required (validation should have caught this)`);
   return value;
 }

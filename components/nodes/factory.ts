@@ -145,7 +145,9 @@ export class MachineFactory {
     const controlPlaneHere = this.nodes.some(
       (n) => n.platform === "openstack" && n.role === "controlplane",
     );
-    const hereSites = new Set(this.nodes.filter((n) => n.platform === "openstack").map((n) => n.site));
+    const hereSites = new Set(
+      this.nodes.filter((n) => n.platform === "openstack").map((n) => n.site),
+    );
     const otherSites = Object.values(this.cluster.sites).filter(
       (site) => !hereSites.has(site.name),
     );

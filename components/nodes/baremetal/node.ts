@@ -25,7 +25,9 @@ export class BareMetalNode extends pulumi.ComponentResource implements TalosMach
     this.kubeletAddress = args.node.kubeletAddresses[0] ?? baremetal.address;
     this.delivery = {
       kind: "push",
-      onDestroy: baremetal.resetOnDestroy ? { graceful: true, reboot: true, reset: true } : undefined,
+      onDestroy: baremetal.resetOnDestroy
+        ? { graceful: true, reboot: true, reset: true }
+        : undefined,
       ...(baremetal.maintenanceAddress ? { installAddress: baremetal.maintenanceAddress } : {}),
     };
     this.registerOutputs({ address: this.talosAddress });

@@ -25,7 +25,12 @@ export const IMAGE_CAPABILITIES: Readonly<Record<string, string>> = Object.fromE
     ] as const
   ).map(([key, value]) => [
     key,
-    JSON.stringify({ descriptorType: "enumstring", source: "IMAGE", defaultValue: value, values: [value] }),
+    JSON.stringify({
+      descriptorType: "enumstring",
+      source: "IMAGE",
+      defaultValue: value,
+      values: [value],
+    }),
   ]),
 );
 

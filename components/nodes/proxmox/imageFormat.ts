@@ -25,39 +25,40 @@ export interface ProxmoxImageFormat {
 }
 
 /** Every format the program knows, by name. */
-export const PROXMOX_IMAGE_FORMATS: Readonly<Record<ProxmoxSpec["imageFormat"], ProxmoxImageFormat>> =
-  {
-    qcow2: {
-      format: "qcow2",
-      contentType: "import",
-      extension: "qcow2",
-      diskAttribute: "importFrom",
-      needsSsh: false,
-    },
-    raw: {
-      format: "raw",
-      contentType: "import",
-      extension: "raw",
-      diskAttribute: "importFrom",
-      needsSsh: false,
-    },
-    "raw.zst": {
-      format: "raw.zst",
-      contentType: "iso",
-      decompression: "zst",
-      extension: "img",
-      diskAttribute: "fileId",
-      needsSsh: true,
-    },
-    "raw.gz": {
-      format: "raw.gz",
-      contentType: "iso",
-      decompression: "gz",
-      extension: "img",
-      diskAttribute: "fileId",
-      needsSsh: true,
-    },
-  };
+export const PROXMOX_IMAGE_FORMATS: Readonly<
+  Record<ProxmoxSpec["imageFormat"], ProxmoxImageFormat>
+> = {
+  qcow2: {
+    format: "qcow2",
+    contentType: "import",
+    extension: "qcow2",
+    diskAttribute: "importFrom",
+    needsSsh: false,
+  },
+  raw: {
+    format: "raw",
+    contentType: "import",
+    extension: "raw",
+    diskAttribute: "importFrom",
+    needsSsh: false,
+  },
+  "raw.zst": {
+    format: "raw.zst",
+    contentType: "iso",
+    decompression: "zst",
+    extension: "img",
+    diskAttribute: "fileId",
+    needsSsh: true,
+  },
+  "raw.gz": {
+    format: "raw.gz",
+    contentType: "iso",
+    decompression: "gz",
+    extension: "img",
+    diskAttribute: "fileId",
+    needsSsh: true,
+  },
+};
 
 /** The file name of a Talos image on a Proxmox datastore: one per version, schematic and format. */
 export function imageFileName(
