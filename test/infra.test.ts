@@ -240,6 +240,16 @@ describe("config changes without quorum loss", () => {
     it(`refuses ${label}`, () => assert.deepEqual(problemsOf(proxmoxCluster, change), expected));
   }
 
+  it("checks only Talos and etcd health when Cilium (installed by the operator) is the CNI", async () => {
+    const { recorder } = await run(proxmoxCluster, (v) => {
+      v.cluster.network.cni = "cilium";
+      v.cluster.network.kubeProxy = false;
+    });
+    assert.equal(recorder.invokesOf(T.health)[0].inputs.skipKubernetesChecks, true);
+    const network = patchDocuments(recorder, "cp-1").find((d) => d?.cluster?.network?.cni);
+    assert.deepEqual(network.cluster.network.cni, { name: "none" }, "Talos installs no CNI");
+  });
+
   it("allows auto where no limit can be broken, and no_reboot anywhere", () => {
     assert.deepEqual(
       problemsOf(proxmoxCluster, (v) => {
