@@ -3,7 +3,7 @@
 // engine with the progress view, and write the preview summary.
 import type { EngineEvent } from "@pulumi/pulumi/automation";
 import * as path from "node:path";
-import { resolveStackSettings, stateDir } from "../backend";
+import { resolveStackSettings } from "../backend";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, translateEngineError } from "../errors";
 import { type Operation, checkGuards, isCi } from "../guards";
@@ -21,9 +21,12 @@ import {
 import { execBws, listBitwardenSecrets } from "../bitwarden";
 import { type ResolvedCredentials, resolveCredentials } from "../credentials";
 import { assertPreflight, preflightForUp } from "../dayTwo/preflight";
-import { acquireStackLock } from "../lock";
+import { acquireStackLock, locksDir } from "../lock";
 import { ProgressRenderer } from "../progress";
 import { previewSection, readSummaryFile, skippedSection, writeSummarySection } from "../summary";
+
+// The lock folder lives with the lock (the day-two commands take the same locks); re-exported.
+export { locksDir } from "../lock";
 
 /** One preview/up/refresh/destroy as the operator asked for it. */
 export interface OperationRequest {
@@ -40,11 +43,6 @@ export interface OperationRequest {
   readonly skipMissingLayer: boolean;
   /** The command line, recorded in the lock so a refused run can say who holds it. */
   readonly commandLine: string;
-}
-
-/** The folder of the CLI's per-stack lock files. */
-export function locksDir(repoRoot: string): string {
-  return path.join(stateDir(repoRoot), "locks");
 }
 
 /** Runs an engine operation; resolves to the exit code, rejects with a translated error. */
