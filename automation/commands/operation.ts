@@ -20,7 +20,8 @@ import {
 } from "../layers";
 import { execBws, listBitwardenSecrets } from "../bitwarden";
 import { type ResolvedCredentials, resolveCredentials } from "../credentials";
-import { assertPreflight, preflightForUp } from "../dayTwo/preflight";
+import { assertPreflight } from "../dayTwo/preflight";
+import { upPreflight } from "../dayTwo/upPreflight";
 import { acquireStackLock, locksDir } from "../lock";
 import { ProgressRenderer } from "../progress";
 import { previewSection, readSummaryFile, skippedSection, writeSummarySection } from "../summary";
@@ -191,12 +192,9 @@ async function runOnLayer(
         ...(ctx.signal ? { signal: ctx.signal } : {}),
       };
       if (operation === "up" && layer.name === "foundation") {
-        // The config part of preflight: version steps the stack file asks for, before any change.
-        const deployed = await stack.outputs();
-        const report = preflightForUp(
-          readStackFile(layer, env),
-          Object.keys(deployed).length > 0 ? deployed : undefined,
-        );
+        // Before any change: the version steps the stack file asks for, the config contract against
+        // the nodes, and etcd bootstrapped only once (automation/dayTwo/upPreflight.ts).
+        const report = await upPreflight(ctx, { stack, stackFile: readStackFile(layer, env), env });
         for (const note of report.notes) ctx.stderr.write(`note: ${note}\n`);
         assertPreflight(target, report);
       }

@@ -75,6 +75,7 @@ export function foundationOutputs(
     },
     talosVersion: { value: versions.talos, secret: false },
     kubernetesVersion: { value: versions.kubernetes, secret: false },
+    configContract: { value: versions.talos, secret: false },
     configHashes: { value: {}, secret: false },
     machineConfigurations: {
       value: Object.fromEntries(
