@@ -250,7 +250,7 @@ export class TalosctlClient implements TalosClient {
             ? `did not finish within ${formatDuration(check.timeoutMs + TALOSCTL_TIMEOUTS.margin)} and was stopped`
             : `failed with exit code ${result.code ?? "(killed)"} before any check reported`,
         got: JSON.stringify(failure ? failure.reason : lastLine(result.stderr || result.stdout)),
-        fix: "Fix what it names (talosctl -n <node> dmesg, kubectl get nodes), or give it longer with --health-timeout",
+        fix: "Fix what it names (talosctl -n <node> dmesg, kubectl get nodes), or, if it only needs longer, give the command a larger --health-timeout",
       },
       ExitCode.failed,
     );
