@@ -23,6 +23,8 @@ export interface FoundationOutputs {
   readonly applyModes: pulumi.Output<Record<string, string>>;
   readonly talosVersion: string;
   readonly kubernetesVersion: string;
+  /** The config contract the machine configs were generated for: `up` compares the next one with it. */
+  readonly configContract: string;
   /** Hash of the config applied to each pushed node, by node name. */
   readonly configHashes: pulumi.Output<Record<string, string>>;
   /** Each node's machine config as generated (secret), by node name: drift checks compare nodes to it. */
@@ -124,6 +126,7 @@ export function foundation(): FoundationOutputs {
     applyModes: cluster.applyModes,
     talosVersion: spec.cluster.talosVersion,
     kubernetesVersion: spec.cluster.kubernetesVersion,
+    configContract: spec.cluster.configContract,
     configHashes: cluster.configHashes,
     machineConfigurations: cluster.machineConfigurations,
     installerImages: cluster.installerImages,
