@@ -204,9 +204,15 @@ describe("Talos emulator with talosctl and the project's talosctl client", funct
 
   it("fails health while a worker is unhealthy, passes once it recovers", async () => {
     await emulator.setFaults("w2", { unhealthy: true });
+    // The client names the check talosctl last reported failing (parseHealthFailure).
     await assert.rejects(
       talos.health({ via: cps[0], controlPlanes: cps, workers, timeoutMs: 5_000 }),
-      UserError,
+      (error: unknown) => {
+        assert.ok(error instanceof UserError);
+        assert.match(error.message, /the check "no diagnostics" did not pass/);
+        assert.match(error.message, /emulated fault: node unhealthy/);
+        return true;
+      },
     );
     await emulator.setFaults("w2", {});
     await talos.health({ via: cps[0], controlPlanes: cps, workers, timeoutMs: 120_000 });
