@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds, once, the two programs the emulator tier needs and caches them in the git-ignored
-# .engine/bin of the repository (ENGINE_BIN overrides it):
+# .engine/bin of the repository (ENGINE_BIN overrides it; so does ENGINE_TOOLS_DIR, the engine
+# tier's cache, as $ENGINE_TOOLS_DIR/bin):
 #   talosctl-<version>  talosctl from its Go module github.com/siderolabs/talos, at the version of the
 #                       machinery module terraform-provider-talos v0.11.0 uses (v1.13.0); `talosctl`
 #                       links to it
@@ -13,7 +14,13 @@ TALOS_VERSION=v1.13.0
 
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-bin="${ENGINE_BIN:-$repo/.engine/bin}"
+if [ -n "${ENGINE_BIN:-}" ]; then
+  bin="$ENGINE_BIN"
+elif [ -n "${ENGINE_TOOLS_DIR:-}" ]; then
+  bin="$ENGINE_TOOLS_DIR/bin"
+else
+  bin="$repo/.engine/bin"
+fi
 mkdir -p "$bin"
 
 say() { echo "build.sh: $*" >&2; }
