@@ -259,3 +259,91 @@ describe("Talos emulator with talosctl and the project's talosctl client", funct
     await running("w2");
   });
 });
+
+describe("talosctl 1.13 upgrade without a reachable Kubernetes API", function () {
+  this.timeout(10 * 60_000);
+
+  let tools: EmulatorTools;
+  let emulator: RunningEmulator | undefined;
+  let dir: string;
+  const address = `127.0.${randomInt(100, 250)}.31`;
+
+  before(() => {
+    tools = buildEmulatorTools();
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "talos-emulator-drain-"));
+  });
+
+  after(async () => {
+    await emulator?.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("fails at the drain, after the new version is installed (it runs from the next reboot)", async () => {
+    emulator = await startTalosEmulator({
+      binary: tools.emulator,
+      nodes: [{ name: "cp", address }],
+    });
+    const run = (args: string[]) => spawnRunner(tools.talosctl, args, { timeoutMs: 180_000 });
+    // The cluster endpoint is a documentation address nothing answers on.
+    const gen = await run([
+      "gen",
+      "config",
+      "far",
+      "https://192.0.2.10:6443",
+      "--install-disk",
+      "/dev/sda",
+      "--output-dir",
+      dir,
+    ]);
+    assert.equal(gen.code, 0, gen.stderr);
+    await waitFor("maintenance mode", async () => {
+      if ((await emulator!.node("cp")).phase !== "maintenance") throw new Error("not yet");
+    });
+    const apply = await run([
+      "apply-config",
+      "--insecure",
+      "-n",
+      address,
+      "-e",
+      address,
+      "-f",
+      path.join(dir, "controlplane.yaml"),
+    ]);
+    assert.equal(apply.code, 0, apply.stderr);
+    const connection = [
+      "--talosconfig",
+      path.join(dir, "talosconfig"),
+      "-e",
+      address,
+      "-n",
+      address,
+    ];
+    await waitFor("bootstrap", async () => {
+      const result = await run(["bootstrap", ...connection]);
+      if (result.code !== 0) throw new Error(result.stderr);
+    });
+
+    const upgrade = await run([
+      "upgrade",
+      "--image",
+      UPGRADE_IMAGE,
+      "--wait",
+      "--timeout",
+      "2m",
+      ...connection,
+    ]);
+    assert.notEqual(upgrade.code, 0);
+    assert.match(
+      `${upgrade.stdout}${upgrade.stderr}`,
+      /upgrade completed[\s\S]*192\.0\.2\.10:6443/,
+    );
+    const node = await emulator.node("cp");
+    assert.equal(node.version, "v1.13.0", "not rebooted");
+    await emulator.reboot("cp");
+    await waitFor("the node back on the installed version", async () => {
+      const status = await emulator!.node("cp");
+      if (status.phase !== "running" || status.version !== "v1.13.9")
+        throw new Error(`${status.phase} ${status.version}`);
+    });
+  });
+});
