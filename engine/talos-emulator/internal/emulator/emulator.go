@@ -291,8 +291,3 @@ func (e *Emulator) Stop() {
 
 	e.wg.Wait()
 }
-
-// Done is closed when the emulator stops.
-func (e *Emulator) Done() <-chan struct{} {
-	return e.ctx.Done()
-}
