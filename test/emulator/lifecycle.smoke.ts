@@ -10,6 +10,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { UserError } from "../../automation/errors";
 import type { TalosClient } from "../../automation/dayTwo/talosClient";
+import { TalosctlRolloutClient } from "../../automation/dayTwo/rolloutClient";
 import { spawnRunner, TalosctlClient } from "../../automation/dayTwo/talosctl";
 import {
   buildEmulatorTools,
@@ -55,10 +56,11 @@ describe("Talos emulator with talosctl and the project's talosctl client", funct
 
   const connection = () => ["--talosconfig", path.join(dir, "talosconfig"), "--endpoints", cps[0]];
 
-  async function applyInsecure(name: string) {
+  /** talosctl apply-config of the node's generated config with its hostname (and more patches). */
+  async function applyConfig(name: string, flags: string[], ...patches: string[]) {
     const node = nodes.find((n) => n.name === name)!;
     const file = node.role === "controlplane" ? "controlplane.yaml" : "worker.yaml";
-    const patch = JSON.stringify({
+    const hostname = JSON.stringify({
       apiVersion: "v1alpha1",
       kind: "HostnameConfig",
       auto: "off",
@@ -66,18 +68,18 @@ describe("Talos emulator with talosctl and the project's talosctl client", funct
     });
     const result = await talosctl([
       "apply-config",
-      "--insecure",
+      ...flags,
       "--nodes",
-      node.address,
-      "--endpoints",
       node.address,
       "--file",
       path.join(dir, file),
-      "--config-patch",
-      patch,
+      ...[hostname, ...patches].flatMap((patch) => ["--config-patch", patch]),
     ]);
-    assert.equal(result.code, 0, `apply-config --insecure ${name}: ${result.stderr}`);
+    assert.equal(result.code, 0, `apply-config ${flags.join(" ")} ${name}: ${result.stderr}`);
   }
+
+  const applyInsecure = (name: string) =>
+    applyConfig(name, ["--insecure", "--endpoints", addressOf(name)]);
 
   async function running(name: string) {
     return waitFor(`${name} running`, async () => {
@@ -225,6 +227,20 @@ describe("Talos emulator with talosctl and the project's talosctl client", funct
     );
     assert.equal(await talos.kubeletVersion(addressOf("w1")), "1.35.2");
     assert.match(await talos.machineConfig(addressOf("w1")), /kubelet:v1\.35\.2/);
+  });
+
+  it("stages a change that needs a reboot; rollout's client sees it pending and reboots the node into it", async () => {
+    const rollout = new TalosctlRolloutClient({
+      binary: tools.talosctl,
+      connection: { talosconfig: path.join(dir, "talosconfig"), endpoints: cps },
+      progress: (text) => log.push(text),
+    });
+    const udev = 'machine:\n  udev:\n    rules:\n      - SUBSYSTEM=="drm", GROUP="44"\n';
+    await applyConfig("w2", ["--mode", "staged", ...connection()], udev);
+    assert.match(await rollout.stagedConfig(addressOf("w2")), /SUBSYSTEM==/);
+    assert.doesNotMatch(await talos.machineConfig(addressOf("w2")), /SUBSYSTEM==/);
+    await rollout.reboot(addressOf("w2"), 120_000);
+    assert.match(await talos.machineConfig(addressOf("w2")), /SUBSYSTEM==/);
   });
 
   it("recovers etcd from the snapshot after every control plane lost its data", async () => {

@@ -146,6 +146,11 @@ func (n *Node) refreshResources() {
 	n.mu.Lock()
 	st := n.resources
 	cfg := n.cfg
+	persistent := n.cfg
+
+	if n.staged != nil {
+		persistent = n.staged
+	}
 	addr := n.addr
 	unhealthy := n.faults.Unhealthy
 	phase := n.phase
@@ -159,13 +164,13 @@ func (n *Node) refreshResources() {
 	ctx, cancel := context.WithTimeout(context.Background(), resourceTimeout)
 	defer cancel()
 
-	if err := n.writeResources(ctx, st, cfg, addr, unhealthy, phase, cl); err != nil {
+	if err := n.writeResources(ctx, st, cfg, persistent, addr, unhealthy, phase, cl); err != nil {
 		n.emu.log.Printf("%s: updating resources: %v", n.name, err)
 	}
 }
 
 //nolint:gocognit,gocyclo,cyclop
-func (n *Node) writeResources(ctx context.Context, st state.State, cfg config.Provider, addr netip.Addr, unhealthy bool,
+func (n *Node) writeResources(ctx context.Context, st state.State, cfg, persistent config.Provider, addr netip.Addr, unhealthy bool,
 	phase Phase, cl *Cluster,
 ) error {
 	// EPHEMERAL is there in every boot (maintenance included): the health check reads its size.
@@ -196,7 +201,13 @@ func (n *Node) writeResources(ctx context.Context, st state.State, cfg config.Pr
 
 	hostname := hostnameOf(cfg, addr)
 
+	// v1alpha1 is the config the node runs; persistent the one on disk (a staged change shows there
+	// until the next reboot).
 	if err := put(ctx, st, configres.NewMachineConfig(cfg), func(*configres.MachineConfig) {}); err != nil {
+		return err
+	}
+
+	if err := put(ctx, st, configres.NewMachineConfigWithID(persistent, configres.PersistentID), func(*configres.MachineConfig) {}); err != nil {
 		return err
 	}
 

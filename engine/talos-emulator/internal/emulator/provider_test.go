@@ -17,6 +17,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/client"
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
 	machinetype "github.com/siderolabs/talos/pkg/machinery/config/machine"
+	configres "github.com/siderolabs/talos/pkg/machinery/resources/config"
 	"github.com/siderolabs/talos/pkg/machinery/resources/k8s"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -387,3 +388,73 @@ func (e *executor) WithClient(f func(context.Context, *client.Client) error, _ .
 }
 
 func (e *executor) NodeList() []string { return e.nodes }
+
+// TestStagedConfig: the provider's staged_if_needing_reboot asks with a dry run whether a change
+// needs a reboot, then stages it; the node runs it from its next reboot (`rollout` reads the
+// persistent config to see what is pending).
+func TestStagedConfig(t *testing.T) {
+	t.Parallel()
+
+	h := newHarness(t, 20, 1, 0, "v1.13.0")
+	h.applyAll()
+	h.bootstrap()
+
+	ctx := context.Background()
+	addr := h.cps[0]
+	tc := h.talosconfig()
+	changed := patchConfig(t, h.node(addr).Config(), "machine:\n  udev:\n    rules:\n      - SUBSYSTEM==\"drm\", GROUP=\"44\"\n")
+
+	var dryRun *machine.ApplyConfigurationResponse
+
+	err := providerOp(ctx, addr, addr, tc, func(nodeCtx context.Context, c *client.Client) error {
+		var err error
+
+		dryRun, err = c.ApplyConfiguration(nodeCtx, &machine.ApplyConfigurationRequest{Data: changed, Mode: machine.ApplyConfigurationRequest_AUTO, DryRun: true})
+
+		return err
+	})
+	if err != nil || dryRun.GetMessages()[0].GetMode() != machine.ApplyConfigurationRequest_REBOOT ||
+		!strings.Contains(dryRun.GetMessages()[0].GetModeDetails(), "Dry run summary") {
+		t.Fatalf("dry run: %v, %v; want REBOOT and a summary", dryRun, err)
+	}
+
+	udev := func(id string) bool {
+		mc, err := safe.StateGetByID[*configres.MachineConfig](client.WithNode(ctx, addr), h.client(h.cps).COSI, id)
+		if err != nil {
+			t.Fatalf("machine config %s: %v", id, err)
+		}
+
+		return len(mc.Config().Machine().Udev().Rules()) > 0
+	}
+
+	if udev(configres.ActiveID) || udev(configres.PersistentID) {
+		t.Fatal("the dry run changed the config")
+	}
+
+	err = providerOp(ctx, addr, addr, tc, func(nodeCtx context.Context, c *client.Client) error {
+		_, err := c.ApplyConfiguration(nodeCtx, &machine.ApplyConfigurationRequest{Data: changed, Mode: machine.ApplyConfigurationRequest_STAGED})
+
+		return err
+	})
+	if err != nil {
+		t.Fatalf("staged apply: %v", err)
+	}
+
+	h.waitFor("the staged config on disk", func() error {
+		if !udev(configres.PersistentID) {
+			return errorf("persistent config without the change")
+		}
+
+		return nil
+	})
+
+	if udev(configres.ActiveID) {
+		t.Fatal("a staged change runs before the reboot")
+	}
+
+	h.rebootAndWait(addr)
+
+	if !udev(configres.ActiveID) {
+		t.Fatal("the staged change does not run after the reboot")
+	}
+}
