@@ -127,8 +127,18 @@ describe("Talos emulator with talosctl and the project's talosctl client", funct
     if (this.currentTest?.state === "failed") console.log(log.slice(-80).join("\n"));
   });
 
+  async function maintenance(name: string) {
+    await waitFor(`${name} in maintenance mode`, async () => {
+      const status = await emulator.node(name);
+      if (status.phase !== "maintenance") throw new Error(status.phase);
+    });
+  }
+
   it("takes each node's config in maintenance mode (talosctl apply-config --insecure)", async () => {
-    for (const node of nodes) await applyInsecure(node.name);
+    for (const node of nodes) {
+      await maintenance(node.name);
+      await applyInsecure(node.name);
+    }
     for (const node of nodes) {
       const status = await running(node.name);
       assert.equal(status.hostname, node.name);
@@ -267,10 +277,7 @@ describe("Talos emulator with talosctl and the project's talosctl client", funct
       180_000,
     );
     assert.equal(reset.code, 0, reset.stderr);
-    await waitFor("w2 in maintenance mode", async () => {
-      const status = await emulator.node("w2");
-      if (status.phase !== "maintenance") throw new Error(status.phase);
-    });
+    await maintenance("w2");
     await applyInsecure("w2");
     await running("w2");
   });

@@ -37,13 +37,17 @@ type Timings struct {
 	Install time.Duration `json:"install"`
 }
 
-// DefaultTimings are short but real waits.
+// DefaultTimings are short but real waits. A reboot keeps the node off the network for
+// Shutdown+Boot and ready Services later: longer than talosctl's one-second retries, so its reboot
+// tracking (a new event watch after "reboot sequence completed") lands in the reboot, as on a real
+// node; shorter, the watch can start after the node is ready again and wait for events that already
+// happened.
 var DefaultTimings = Timings{
-	Boot:     400 * time.Millisecond,
-	Services: 300 * time.Millisecond,
-	Shutdown: 400 * time.Millisecond,
-	EtcdJoin: 300 * time.Millisecond,
-	Install:  300 * time.Millisecond,
+	Boot:     time.Second,
+	Services: time.Second,
+	Shutdown: time.Second,
+	EtcdJoin: 500 * time.Millisecond,
+	Install:  500 * time.Millisecond,
 }
 
 // Options configure an emulator.

@@ -76,10 +76,12 @@ func (n *Node) setEtcdData(v bool) {
 func (n *Node) installFromMaintenance(cfg config.Provider) error {
 	n.mu.Lock()
 
-	if n.phase != PhaseMaintenance {
+	// The maintenance API answers from the start of the boot; a config arriving before the node
+	// settled into maintenance mode is taken all the same.
+	if n.cfg != nil || (n.phase != PhaseMaintenance && n.phase != PhaseBooting) {
 		n.mu.Unlock()
 
-		return status.Error(codes.FailedPrecondition, "the node is not in maintenance mode yet")
+		return status.Error(codes.FailedPrecondition, "the node is not in maintenance mode")
 	}
 
 	n.cfg = cfg
