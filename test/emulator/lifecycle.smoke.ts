@@ -28,8 +28,8 @@ describe("Talos emulator with talosctl and the project's talosctl client", funct
   // Building talosctl from its module takes minutes on a cold cache; each step below is bounded.
   this.timeout(10 * 60_000);
 
-  // A /24 of its own, so two runs on one machine do not collide.
-  const subnet = `127.0.${randomInt(100, 250)}`;
+  // A /24 of its own, away from the addresses other test tiers use, so runs on one machine do not collide.
+  const subnet = `127.${randomInt(100, 200)}.${randomInt(0, 256)}`;
   const nodes = [
     { name: "cp1", address: `${subnet}.11`, role: "controlplane" },
     { name: "cp2", address: `${subnet}.12`, role: "controlplane" },
@@ -289,7 +289,7 @@ describe("talosctl 1.13 upgrade without a reachable Kubernetes API", function ()
   let tools: EmulatorTools;
   let emulator: RunningEmulator | undefined;
   let dir: string;
-  const address = `127.0.${randomInt(100, 250)}.31`;
+  const address = `127.${randomInt(100, 200)}.${randomInt(0, 256)}.31`;
 
   before(() => {
     tools = buildEmulatorTools();

@@ -51,9 +51,9 @@ func waitDone(t *testing.T, done chan error, what string) {
 }
 
 func TestStopsAfterItsTimeout(t *testing.T) {
-	info, done := start(t, strings.NewReader(""), "--node", "cp1=127.0.31.11", "--timeout", "1s")
+	info, done := start(t, strings.NewReader(""), "--node", "cp1=127.77.31.11", "--timeout", "1s")
 
-	if len(info.Nodes) != 1 || info.Nodes[0].Endpoint != "127.0.31.11:50000" || !strings.HasPrefix(info.Control, "http://127.0.0.1:") {
+	if len(info.Nodes) != 1 || info.Nodes[0].Endpoint != "127.77.31.11:50000" || !strings.HasPrefix(info.Control, "http://127.0.0.1:") {
 		t.Fatalf("ready line %+v", info)
 	}
 
@@ -62,14 +62,14 @@ func TestStopsAfterItsTimeout(t *testing.T) {
 
 func TestStopsWhenStdinCloses(t *testing.T) {
 	stdinR, stdinW := io.Pipe()
-	_, done := start(t, stdinR, "--node", "cp1=127.0.32.11", "--timeout", "10m", "--stop-on-stdin-close")
+	_, done := start(t, stdinR, "--node", "cp1=127.77.32.11", "--timeout", "10m", "--stop-on-stdin-close")
 
 	stdinW.Close() //nolint:errcheck
 	waitDone(t, done, "after stdin closed")
 }
 
 func TestStopsOnShutdownRequest(t *testing.T) {
-	info, done := start(t, strings.NewReader(""), "--node", "cp1=127.0.33.11", "--timeout", "10m")
+	info, done := start(t, strings.NewReader(""), "--node", "cp1=127.77.33.11", "--timeout", "10m")
 
 	resp, err := http.Post(info.Control+"/shutdown", "application/json", nil) //nolint:noctx
 	if err != nil {
@@ -84,8 +84,8 @@ func TestRefusesWhatItCannotServe(t *testing.T) {
 	for name, args := range map[string][]string{
 		"no nodes":             {},
 		"not loopback":         {"--node", "cp1=192.0.2.11"},
-		"no time-out":          {"--node", "cp1=127.0.34.11", "--timeout", "0s"},
-		"control not loopback": {"--node", "cp1=127.0.34.11", "--control", "0.0.0.0:0"},
+		"no time-out":          {"--node", "cp1=127.77.34.11", "--timeout", "0s"},
+		"control not loopback": {"--node", "cp1=127.77.34.11", "--control", "0.0.0.0:0"},
 		"bad node flag":        {"--node", "cp1"},
 	} {
 		if err := run(args, strings.NewReader(""), io.Discard, io.Discard); err == nil {

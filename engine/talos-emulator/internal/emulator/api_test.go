@@ -124,7 +124,7 @@ func TestRouting(t *testing.T) {
 	// "nodes": every node answers, each reply carries the node's address as hostname; an address
 	// nobody answers on comes back as an error entry (the client filters it into the error), the
 	// others still answer.
-	unknown := "127.0.13.99"
+	unknown := "127.77.13.99"
 
 	resp, err := c.Version(client.WithNodes(ctx, h.cps[0], h.workers[0], unknown))
 	if err == nil || !strings.Contains(err.Error(), unknown) || !strings.Contains(err.Error(), "connection refused") {

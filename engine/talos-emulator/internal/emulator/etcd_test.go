@@ -73,7 +73,8 @@ func (h *harness) wipeEphemeral(addrs ...string) {
 	for _, addr := range addrs {
 		bootIDs[addr] = h.node(addr).Status().BootID
 
-		err := h.client(h.cps[:1]).ResetGeneric(client.WithNodes(context.Background(), addr), &machine.ResetRequest{
+		// each through its own API: an endpoint that is itself being reset goes away under the next call
+		err := h.client([]string{addr}).ResetGeneric(client.WithNodes(context.Background(), addr), &machine.ResetRequest{
 			Graceful:               false,
 			Reboot:                 true,
 			SystemPartitionsToWipe: []*machine.ResetPartitionSpec{{Label: "EPHEMERAL", Wipe: true}},

@@ -28,7 +28,7 @@ import (
 // testTimings keep the emulated steps short; every wait in the tests is bounded by waitTimeout.
 var testTimings = emulator.Timings{
 	Boot:     150 * time.Millisecond,
-	Services: 100 * time.Millisecond,
+	Services: 250 * time.Millisecond,
 	Shutdown: 150 * time.Millisecond,
 	EtcdJoin: 100 * time.Millisecond,
 	Install:  100 * time.Millisecond,
@@ -36,8 +36,9 @@ var testTimings = emulator.Timings{
 
 const waitTimeout = 45 * time.Second
 
-// harness is one emulator with a cluster's nodes on 127.0.<subnet>.0/24 (control planes .11…,
-// workers .21…, the Kubernetes endpoint .10) and the configs the provider would generate for them.
+// harness is one emulator with a cluster's nodes on 127.77.<subnet>.0/24, a range other test tiers do
+// not use (control planes .11…, workers .21…, the Kubernetes endpoint .10), and the configs the
+// provider would generate for them.
 type harness struct {
 	t       *testing.T
 	emu     *emulator.Emulator
@@ -90,7 +91,7 @@ func newHarness(t *testing.T, subnet, controlPlanes, workers int, version string
 }
 
 func (h *harness) addNode(name string, host int) string {
-	addr := netip.MustParseAddr(fmt.Sprintf("127.0.%d.%d", h.subnet, host))
+	addr := netip.MustParseAddr(fmt.Sprintf("127.77.%d.%d", h.subnet, host))
 
 	if _, err := h.emu.AddNode(emulator.NodeSpec{Name: name, Address: addr}); err != nil {
 		h.t.Fatal(err)
@@ -100,7 +101,7 @@ func (h *harness) addNode(name string, host int) string {
 }
 
 func (h *harness) endpoint() string {
-	return fmt.Sprintf("https://127.0.%d.10:6443", h.subnet)
+	return fmt.Sprintf("https://127.77.%d.10:6443", h.subnet)
 }
 
 // nodeConfig is the config of a node: the bundle's, with the node's hostname.

@@ -64,7 +64,7 @@ func TestServerSideHealth(t *testing.T) {
 		t.Fatalf("health: %v\n%s", err, strings.Join(messages, "\n"))
 	}
 
-	if messages[0] != `discovered nodes: ["127.0.16.11" "127.0.16.12" "127.0.16.13" "127.0.16.21" "127.0.16.22"]` ||
+	if messages[0] != `discovered nodes: ["127.77.16.11" "127.77.16.12" "127.77.16.13" "127.77.16.21" "127.77.16.22"]` ||
 		messages[len(messages)-1] != "waiting for all k8s nodes to report schedulable: OK" {
 		t.Fatalf("health messages: %q", messages)
 	}
@@ -83,7 +83,7 @@ func TestServerSideHealth(t *testing.T) {
 	h.node(h.workers[1]).SetFaults(emulator.Faults{Down: true})
 
 	messages, err = serverHealth(t, h, 2*time.Second)
-	if err == nil || !strings.Contains(strings.Join(messages, "\n"), "127.0.16.22") {
+	if err == nil || !strings.Contains(strings.Join(messages, "\n"), "127.77.16.22") {
 		t.Fatalf("health with a worker down: %v\n%s", err, strings.Join(messages, "\n"))
 	}
 

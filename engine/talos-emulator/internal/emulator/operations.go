@@ -265,10 +265,15 @@ func (n *Node) reset(actorID string, req *machine.ResetRequest) error {
 
 	n.setStage(runtime.MachineStageResetting)
 	n.publish(actorID, &machine.SequenceEvent{Sequence: "reset", Action: machine.SequenceEvent_START})
-	n.publish(actorID, &machine.TaskEvent{Task: "stopAllServices", Action: machine.TaskEvent_START})
-	n.publish(actorID, &machine.TaskEvent{Task: "stopAllServices", Action: machine.TaskEvent_STOP})
 
+	// The sequence runs after the call returned, as in Talos: the caller's event watch (talosctl's
+	// and the provider's reset tracking wait for stopAllServices) is in place by then.
 	n.emu.after(n.emu.opts.Timings.Services, func() {
+		n.publish(actorID, &machine.TaskEvent{Task: "stopAllServices", Action: machine.TaskEvent_START})
+		n.publish(actorID, &machine.TaskEvent{Task: "stopAllServices", Action: machine.TaskEvent_STOP})
+	})
+
+	n.emu.after(2*n.emu.opts.Timings.Services, func() {
 		defer n.doneBusy()
 
 		n.shutdown("reset")
