@@ -12,6 +12,7 @@ import {
 } from "./commands";
 import type { CliContext } from "./context";
 import { DAY_TWO_EXAMPLES, registerDayTwoCommands } from "./commands/dayTwo";
+import { validateStacks } from "./commands/validate";
 import { ExitCode, type ExitCodeValue, reportError } from "./errors";
 import type { Operation } from "./guards";
 import { DEFAULT_LAYER, LAYER_CHOICES, LAYER_NAMES, type LayerName } from "./layers";
@@ -21,6 +22,8 @@ export const INVOCATION = "npm run platform --";
 
 const EXAMPLES = `
 Examples:
+  ${INVOCATION} validate
+  ${INVOCATION} validate dev --layer foundation
   ${INVOCATION} stacks
   ${INVOCATION} preview staging --diff
   ${INVOCATION} preview prod --layer app --summary preview.md
@@ -160,6 +163,17 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
     .addOption(layerOption(true, "all"))
     .action((options: LayerOption) => {
       done(listStacks(ctx, options.layer));
+    });
+
+  program
+    .command("validate")
+    .description(
+      "check stack files, credentials and the Pulumi CLI offline, every problem at once; exit 0 when ready to preview",
+    )
+    .argument("[env...]", "environments to check (default: every stack file of the layers)")
+    .addOption(layerOption(true, "all"))
+    .action((envs: string[], options: LayerOption) => {
+      done(validateStacks(ctx, { envs, layer: options.layer }));
     });
 
   registerDayTwoCommands(program, ctx, done);
