@@ -18,11 +18,11 @@ import {
   resolveLayer,
   selectLayers,
 } from "../layers";
-import { execBws, listBitwardenSecrets } from "../bitwarden";
-import { type ResolvedCredentials, resolveCredentials } from "../credentials";
+import type { ResolvedCredentials } from "../credentials";
 import { assertPreflight, preflightForUp } from "../dayTwo/preflight";
 import { acquireStackLock } from "../lock";
 import { ProgressRenderer } from "../progress";
+import { prepareRun } from "./readyCheck";
 import { previewSection, readSummaryFile, skippedSection, writeSummarySection } from "../summary";
 
 /** One preview/up/refresh/destroy as the operator asked for it. */
@@ -93,23 +93,19 @@ export async function runOperation(
       ctx.env,
     );
   }
-  const cli = await ctx.workspaces.ensureCli({ install: request.installCli });
-  // Every layer's credentials before any engine work: a missing one names itself and where it was
-  // looked for, and nothing runs. Bitwarden is asked once for the whole run.
-  const bitwarden = await listBitwardenSecrets(ctx.env, ctx.bws ?? execBws);
-  const credentials = new Map(
-    layers.map((layer) => [
-      layer.name,
-      resolveCredentials({
-        layer,
-        stackFile: readStackFile(layer, request.env),
-        env: ctx.env,
-        bitwarden,
-      }),
-    ]),
-  );
+  // The Pulumi CLI, Bitwarden and every layer's credentials and config before any engine work: what
+  // is missing is reported all at once, naming where each credential was looked for, and nothing runs.
+  const ready = await prepareRun(ctx, request, layers);
+  if (!ready.ok) return ready.exitCode;
   for (const layer of layers) {
-    await runOnLayer(ctx, request, layer, summaryFile, cli.version, credentials.get(layer.name)!);
+    await runOnLayer(
+      ctx,
+      request,
+      layer,
+      summaryFile,
+      ready.cliVersion,
+      ready.credentials.get(layer.name)!,
+    );
   }
   return ExitCode.ok;
 }
