@@ -48,7 +48,7 @@ describe("platform CLI: parsing and dispatch", () => {
     const ctx = testContext({ repoRoot: makeRepo() });
     assert.equal(await runCli(["up"], ctx), ExitCode.usage);
     assert.match(ctx.stderr.text, /missing required argument 'env'/);
-    assert.match(ctx.stderr.text, /npm run platform -- --help/);
+    assert.match(ctx.stderr.text, /^\(run `npm run platform -- up --help` for usage\)$/m);
     assert.equal(ctx.workspaces.calls.length, 0);
   });
 

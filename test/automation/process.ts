@@ -1,6 +1,6 @@
 // Running the CLI the way an operator does: a new process with the real argv, environment, exit
 // code and streams (the entry point in automation/main.ts), and tools to give it a controlled PATH.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -26,6 +26,31 @@ export function runCliProcess(
     { cwd, env: { ...env }, encoding: "utf8", timeout: 120_000 },
   );
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** {@link runCliProcess} without waiting: several processes can run at once. */
+export function startCliProcess(
+  args: readonly string[],
+  env: Readonly<Record<string, string>>,
+  cwd = ROOT,
+): Promise<ProcessResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      ["-r", "ts-node/register/transpile-only", path.join(ROOT, "automation", "main.ts"), ...args],
+      { cwd, env: { ...env }, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text));
+    child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 170_000);
+    child.on("error", reject);
+    child.on("close", (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
+  });
 }
 
 const made: string[] = [];
