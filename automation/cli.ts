@@ -14,6 +14,7 @@ import {
 } from "./commands";
 import type { CliContext } from "./context";
 import { DAY_TWO_EXAMPLES, registerDayTwoCommands } from "./commands/dayTwo";
+import { initStack } from "./commands/init";
 import { validateStacks } from "./commands/validate";
 import { ExitCode, type ExitCodeValue, UserError, reportError } from "./errors";
 import type { Operation } from "./guards";
@@ -24,6 +25,7 @@ export const INVOCATION = "npm run platform --";
 
 const EXAMPLES = `
 Examples:
+  ${INVOCATION} init dev --from proxmox-vm
   ${INVOCATION} validate
   ${INVOCATION} validate dev --layer foundation
   ${INVOCATION} stacks
@@ -180,6 +182,26 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
     .addOption(layerOption(true, "all"))
     .action((envs: string[], options: LayerOption) => {
       done(validateStacks(ctx, { envs, layer: options.layer }));
+    });
+
+  program
+    .command("init")
+    .description(
+      "create the stack on its backend with its secrets provider (from an example with --from), then say what is still missing",
+    )
+    .argument("<env>", "environment: the stack name, Pulumi.<env>.yaml")
+    .addOption(layerOption(false))
+    .option("--from <example>", "first write Pulumi.<env>.yaml from examples/Pulumi.<example>.yaml")
+    .addOption(installCliOption())
+    .action(async (env: string, options: { layer: LayerName; from?: string } & CliOptions) => {
+      done(
+        await initStack(ctx, {
+          env,
+          layer: options.layer,
+          installCli: options.installCli === true,
+          ...(options.from !== undefined ? { from: options.from } : {}),
+        }),
+      );
     });
 
   registerDayTwoCommands(program, ctx, done);

@@ -44,6 +44,7 @@ describe("the command line", function () {
       ciUpgrade: [["upgrade", "talos", ENV, "--to", "v1.14.1"], ci],
       ciRestore: [["etcd", "restore", ENV, "--from", snapshot, "--yes"], ci],
       unknownNode: [["replace-node", ENV, "no-such-node"], bare],
+      initNoFile: [["init", "no-such-env"], bare],
     };
     const entries = Object.entries(cases);
     const done = await Promise.all(entries.map(([, [argv, env]]) => startCliProcess(argv, env)));
@@ -146,5 +147,15 @@ describe("the command line", function () {
       /^replace-node: no node of that name in Pulumi\.[^ ]+\.yaml; got "no-such-node"\. Use one of: /,
     );
     assert.doesNotMatch(stderr, /Pulumi CLI/);
+  });
+
+  it("init without a stack file points at the examples, and writes nothing", () => {
+    const { status, stderr } = result("initNoFile");
+    assert.equal(status, ExitCode.usage);
+    assert.match(
+      stderr,
+      /^environment: no stack file Pulumi\.no-such-env\.yaml in the foundation layer \(\.\) to create the stack from; got "no-such-env"\. Start from an example: npm run platform -- init no-such-env --from </,
+    );
+    assert.equal(fs.existsSync(path.join(ROOT, "Pulumi.no-such-env.yaml")), false);
   });
 });
