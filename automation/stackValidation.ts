@@ -7,7 +7,7 @@ import { validatePlatformConfig } from "../components/config/validate";
 import type { LayerName } from "./layers";
 
 /** The keys each layer's program reads from its config (as its loader in components/config does). */
-const PROGRAM_KEYS: Readonly<Record<LayerName, readonly string[]>> = {
+export const PROGRAM_KEYS: Readonly<Record<LayerName, readonly string[]>> = {
   foundation: ["cluster", "nodes", "proxmox", "oci", "openstack", "gcp", "openbao", "dns", "flux"],
   bootstrap: ["gcp", "stateBucket", "secretsKey"],
   app: ["foundationStack", "openbao", "grafana"],

@@ -8,7 +8,13 @@ import * as path from "node:path";
 import { parse } from "yaml";
 import { CREDENTIALS } from "../automation/credentials";
 import type { LayerName } from "../automation/layers";
-import { configProblems, isSecureValue, projectValues } from "../automation/stackValidation";
+import {
+  PROGRAM_KEYS,
+  configProblems,
+  isSecureValue,
+  projectValues,
+} from "../automation/stackValidation";
+import { PLATFORMS } from "../components/config/schema";
 import { ROOT, STACK_SECRETS, readStackFile, resolveAll, runFoundation, setupRun } from "./harness";
 import { Recorder } from "./mocks";
 
@@ -167,6 +173,28 @@ describe("every stack file in the repository", () => {
 });
 
 describe("the projects", () => {
+  it("the foundation's Pulumi.yaml describes every platform; bootstrap's declares every key its program reads", () => {
+    const foundation = parse(readFileSync(path.join(ROOT, "Pulumi.yaml"), "utf8"));
+    for (const platform of PLATFORMS) {
+      assert.match(foundation.config.nodes.description, new RegExp(`\\b${platform}\\b`), platform);
+    }
+    assert.match(foundation.description, /Proxmox.*OCI.*OpenStack.*bare metal/);
+    const bootstrap = parse(readFileSync(path.join(ROOT, "bootstrap", "Pulumi.yaml"), "utf8"));
+    assert.deepEqual(Object.keys(bootstrap.config).sort(), [...PROGRAM_KEYS.bootstrap].sort());
+  });
+
+  it("every dependency's install script is reviewed in package.json's allowScripts", () => {
+    const lock = JSON.parse(readFileSync(path.join(ROOT, "package-lock.json"), "utf8")) as {
+      packages: Record<string, { hasInstallScript?: boolean }>;
+    };
+    const { allowScripts } = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8"));
+    const withScripts = Object.entries(lock.packages)
+      .filter(([location, entry]) => location !== "" && entry.hasInstallScript === true)
+      .map(([location]) => location.slice(location.lastIndexOf("node_modules/") + 13));
+    assert.ok(withScripts.length > 0);
+    for (const name of withScripts) assert.ok(name in allowScripts, `${name} not reviewed`);
+  });
+
   it("each layer's Pulumi.yaml is a TypeScript nodejs project whose config keys are described", () => {
     for (const dir of Object.values(LAYER_DIRS)) {
       const project = parse(readFileSync(path.join(ROOT, dir, "Pulumi.yaml"), "utf8"));
