@@ -185,7 +185,7 @@ export function translateEngineError(error: unknown, context: EngineErrorContext
       what: `${context.target} secrets`,
       problem: "the passphrase does not decrypt this stack",
       got: JSON.stringify(firstLines(stderr, 1)),
-      fix: "Set PULUMI_CONFIG_PASSPHRASE or PULUMI_CONFIG_PASSPHRASE_FILE to the passphrase the stack was created with (see the README's backend section)",
+      fix: "Set PULUMI_CONFIG_PASSPHRASE or PULUMI_CONFIG_PASSPHRASE_FILE to the passphrase the stack was created with (docs/cli.md, secrets provider)",
     });
   }
   if (isSpawnNotFound(error)) {
