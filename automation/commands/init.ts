@@ -11,7 +11,7 @@ import { type LayerName, listEnvironments, resolveLayer, readStackFile } from ".
 import { acquireStackLock } from "../lock";
 import { checkStack, formatReport } from "../readiness";
 import { configProblems } from "../stackValidation";
-import { locksDir } from "./operation";
+import { locksDir } from "../lock";
 
 /** `init` as asked. */
 export interface InitRequest {
