@@ -8,10 +8,9 @@ import type { CliProbe } from "../cliProbe";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError, translateEngineError } from "../errors";
 import { type LayerName, listEnvironments, resolveLayer, readStackFile } from "../layers";
-import { acquireStackLock } from "../lock";
+import { acquireStackLock, locksDir } from "../lock";
 import { checkStack, formatReport } from "../readiness";
 import { configProblems } from "../stackValidation";
-import { locksDir } from "../lock";
 
 /** `init` as asked. */
 export interface InitRequest {
