@@ -15,6 +15,7 @@ import {
 import type { CliContext } from "./context";
 import { DAY_TWO_EXAMPLES, registerDayTwoCommands } from "./commands/dayTwo";
 import { initStack } from "./commands/init";
+import { registerRolloutCommand, ROLLOUT_EXAMPLES } from "./commands/rollout";
 import { validateStacks } from "./commands/validate";
 import { ExitCode, type ExitCodeValue, UserError, reportError } from "./errors";
 import type { Operation } from "./guards";
@@ -38,7 +39,7 @@ Examples:
   ${INVOCATION} kubeconfig staging --out ~/.kube/staging.yaml
   ${INVOCATION} talosconfig staging
   ${INVOCATION} destroy prod --yes-destroy-prod
-${DAY_TWO_EXAMPLES.map((example) => `  ${INVOCATION} ${example}`).join("\n")}
+${[...DAY_TWO_EXAMPLES, ...ROLLOUT_EXAMPLES].map((example) => `  ${INVOCATION} ${example}`).join("\n")}
 
 Layers: bootstrap (bootstrap/), foundation (the repository root, default), app (app/);
 --layer all runs every layer that exists (bootstrap, foundation, app; reversed for destroy).
@@ -205,6 +206,7 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
     });
 
   registerDayTwoCommands(program, ctx, done);
+  registerRolloutCommand(program, ctx, done);
   pointAtOwnHelp(program, []);
 
   return program;
