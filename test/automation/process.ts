@@ -44,7 +44,8 @@ export function startCliProcess(
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text));
     child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 170_000);
+    // A bound, so a hung process cannot hang the suite (a killed one fails its test).
+    const timer = setTimeout(() => child.kill("SIGKILL"), 600_000);
     child.on("error", reject);
     child.on("close", (status) => {
       clearTimeout(timer);
