@@ -82,7 +82,7 @@ export class Problems {
   add(path: KeyPath, problem: string, opts: { got?: unknown; hint?: string } = {}): void {
     const got = "got" in opts ? `; got ${show(opts.got)}` : "";
     const hint = opts.hint ? `. ${opts.hint}` : "";
-    this.list.push(`${keyOf(path)}: ${problem}${got}${hint}`);
+    this.addMessage(`${keyOf(path)}: ${problem}${got}${hint}`);
   }
 
   /**
@@ -111,6 +111,10 @@ export class Problems {
             });
           }
         }
+      } else if (issue.code === "invalid_key") {
+        // The key itself is wrong: name it, never its value (a policy body, say).
+        const reason = issue.issues.map((inner) => inner.message).join("; ");
+        this.add(path, `not a valid key here: ${reason}`);
       } else {
         const value = valueAt(raw, relative);
         const message =
@@ -120,9 +124,18 @@ export class Problems {
     }
   }
 
-  /** Records a problem already written in the `key: problem` format. */
+  /** Records a problem already written in the `key: problem` format; the same line is kept once. */
   addMessage(message: string): void {
-    this.list.push(message);
+    if (!this.list.includes(message)) this.list.push(message);
+  }
+
+  /** Whether a problem was already recorded for `path` or a key inside it. */
+  has(path: KeyPath): boolean {
+    const key = keyOf(path);
+    return this.list.some(
+      (line) =>
+        line.startsWith(`${key}:`) || line.startsWith(`${key}.`) || line.startsWith(`${key}[`),
+    );
   }
 
   /** All problems, in the order found. */
