@@ -2,6 +2,7 @@
 //   `<stack-file key>: <problem>; got <value>. <fix or allowed values>`
 import * as pulumi from "@pulumi/pulumi";
 import type { z } from "zod";
+import { maskUrl, urlCredential } from "./checks/credentials";
 
 /** A path into the stack config, e.g. ["nodes", 2, "proxmox", "vmId"]. */
 export type KeyPath = readonly (string | number)[];
@@ -15,9 +16,10 @@ export function keyOf(path: KeyPath): string {
   );
 }
 
-/** A short, single-line rendering of a value for an error message. */
+/** A short, single-line rendering of a value for an error message; credentials in URLs masked. */
 export function show(value: unknown): string {
-  const text = value === undefined ? "nothing" : JSON.stringify(value);
+  const shown = typeof value === "string" && urlCredential(value) ? maskUrl(new URL(value)) : value;
+  const text = shown === undefined ? "nothing" : JSON.stringify(shown);
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
 
@@ -127,15 +129,6 @@ export class Problems {
   /** Records a problem already written in the `key: problem` format; the same line is kept once. */
   addMessage(message: string): void {
     if (!this.list.includes(message)) this.list.push(message);
-  }
-
-  /** Whether a problem was already recorded for `path` or a key inside it. */
-  has(path: KeyPath): boolean {
-    const key = keyOf(path);
-    return this.list.some(
-      (line) =>
-        line.startsWith(`${key}:`) || line.startsWith(`${key}.`) || line.startsWith(`${key}[`),
-    );
   }
 
   /** All problems, in the order found. */

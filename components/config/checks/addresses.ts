@@ -189,29 +189,32 @@ export const clusterRanges: Rule = ({ cluster, nodes }, problems) => {
     for (const [ip, key] of fixed)
       if (ip) nodeRanges.push({ range: addressRange(ip), text: ip, key });
   }
-  const reported = new Set<string>();
+  const contains = (outer: AddressRange, inner: AddressRange) =>
+    outer.family === inner.family && outer.first <= inner.first && inner.last <= outer.last;
   for (const clusterRange of [...pods, ...services]) {
-    for (const nodeRange of nodeRanges) {
-      if (!rangesOverlap(clusterRange.range, nodeRange.range)) continue;
-      // One message per cluster range and node network, however many nodes share that network.
-      const pair = `${clusterRange.text}|${nodeRange.range.first}-${nodeRange.range.last}`;
-      if (reported.has(pair)) continue;
-      reported.add(pair);
-      if (isDefault(clusterRange)) {
+    const overlapping = nodeRanges.filter((n) => rangesOverlap(clusterRange.range, n.range));
+    // One problem per node network: drop a VIP or an address inside a network already listed.
+    const distinct = overlapping.filter(
+      (n, i) =>
+        !overlapping.some(
+          (other, j) =>
+            j !== i && contains(other.range, n.range) && (!contains(n.range, other.range) || j < i),
+        ),
+    );
+    if (distinct.length === 0) continue;
+    if (isDefault(clusterRange)) {
+      for (const nodeRange of distinct) {
         problems.add(nodeRange.key, `overlaps ${clusterRange.text}`, {
           got: nodeRange.text,
           hint: `Set cluster.network.${clusterRange.key[2]} to a range the nodes do not use`,
         });
-      } else {
-        problems.add(
-          clusterRange.key,
-          `overlaps the node network of ${keyOf(nodeRange.key)} (${nodeRange.text})`,
-          {
-            got: clusterRange.text,
-            hint: "Pod and service ranges must be separate from the networks the nodes are on",
-          },
-        );
       }
+    } else {
+      const networks = distinct.map((n) => `${keyOf(n.key)} (${n.text})`).join(", ");
+      problems.add(clusterRange.key, `overlaps the node network of ${networks}`, {
+        got: clusterRange.text,
+        hint: "Pod and service ranges must be separate from the networks the nodes are on",
+      });
     }
   }
 };

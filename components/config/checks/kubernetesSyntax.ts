@@ -44,23 +44,33 @@ export function taintValueProblem(value: string): string | undefined {
   return valueProblem && `has a value that ${valueProblem}`;
 }
 
-/** Records every label key or value of `labels` (found at `path`) that Kubernetes would refuse. */
+/**
+ * Records every label key or value of `labels` that Kubernetes would refuse, at `path` (the labels
+ * themselves, or the patch that sets them); `where` and `place` name the document and key of a patch.
+ */
 export function checkLabels(
   path: KeyPath,
   labels: Readonly<Record<string, unknown>>,
   problems: Problems,
   where = "",
+  place = "",
 ): void {
   for (const [key, value] of Object.entries(labels)) {
     const keyProblem = labelKeyProblem(key);
     if (keyProblem) {
-      problems.add(path, `${where}label key ${JSON.stringify(key)} ${keyProblem}`, {
+      problems.add(path, `${where}label key ${JSON.stringify(key)}${place} ${keyProblem}`, {
         hint: "Label keys are [prefix/]name, e.g. topology.kubernetes.io/zone",
       });
     }
     const valueProblem = typeof value === "string" ? labelValueProblem(value) : undefined;
     if (valueProblem) {
-      problems.add([...path, key], `${where}label value ${valueProblem}`, { got: value });
+      problems.add(
+        path,
+        `${where}the value of label ${JSON.stringify(key)}${place} ${valueProblem}`,
+        {
+          got: value,
+        },
+      );
     }
   }
 }
@@ -71,18 +81,19 @@ export function checkTaints(
   taints: Readonly<Record<string, unknown>>,
   problems: Problems,
   where = "",
+  place = "",
 ): void {
   for (const [key, value] of Object.entries(taints)) {
     const keyProblem = labelKeyProblem(key);
     if (keyProblem) {
-      problems.add(path, `${where}taint key ${JSON.stringify(key)} ${keyProblem}`);
+      problems.add(path, `${where}taint key ${JSON.stringify(key)}${place} ${keyProblem}`);
       continue;
     }
     const valueProblem = typeof value === "string" ? taintValueProblem(value) : undefined;
     if (valueProblem) {
-      problems.add([...path, key], `${where}taint ${valueProblem}`, {
+      problems.add(path, `${where}taint ${JSON.stringify(key)}${place} ${valueProblem}`, {
         got: value,
-        hint: "e.g. dedicated: ingress:NoSchedule",
+        hint: "For example dedicated: ingress:NoSchedule",
       });
     }
   }

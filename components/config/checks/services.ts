@@ -214,11 +214,12 @@ export const openbaoRotation: Rule = ({ openbao }, problems) => {
 };
 
 /** The Proxmox API URL carries no credential (the token is the proxmoxApiToken secret). */
-export const proxmoxEndpoint: Rule = ({ proxmox }, problems) => {
-  if (!proxmox) return;
+export const proxmoxEndpoint: Rule = ({ raw }, problems) => {
+  // Read from the raw value: an http:// URL fails the schema but its credential is a problem too.
+  const proxmox = raw.proxmox as { endpoint?: unknown } | undefined;
   checkUrlCredential(
     ["proxmox", "endpoint"],
-    proxmox.endpoint,
+    proxmox?.endpoint,
     "The API token goes in the proxmoxApiToken secret (docs/credentials.md)",
     problems,
   );

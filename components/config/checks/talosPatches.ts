@@ -230,18 +230,18 @@ function wordIssue(
 
 /** Labels and taints a patch sets, in Kubernetes' syntax. */
 function checkNodeMetadata(path: KeyPath, { document, where }: Located, problems: Problems): void {
-  const pairs: [unknown, unknown][] =
+  const places: [unknown, string, typeof checkLabels][] =
     document.kind === "KubeNodeConfig"
-      ? [[document.labels, document.taints]]
+      ? [
+          [document.labels, "labels", checkLabels],
+          [document.taints, "taints", checkTaints],
+        ]
       : [
-          [
-            valueAt(document, ["machine", "nodeLabels"]),
-            valueAt(document, ["machine", "nodeTaints"]),
-          ],
+          [valueAt(document, ["machine", "nodeLabels"]), "machine.nodeLabels", checkLabels],
+          [valueAt(document, ["machine", "nodeTaints"]), "machine.nodeTaints", checkTaints],
         ];
-  for (const [labels, taints] of pairs) {
-    if (isMapping(labels)) checkLabels(path, labels, problems, where);
-    if (isMapping(taints)) checkTaints(path, taints, problems, where);
+  for (const [values, key, check] of places) {
+    if (isMapping(values)) check(path, values, problems, where, ` in ${key}`);
   }
 }
 
