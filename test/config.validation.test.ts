@@ -208,7 +208,7 @@ describe("stack config validation", () => {
     [
       "a missing cluster",
       (v) => delete v.cluster,
-      ["cluster: required. See the README's configuration reference and Pulumi.staging.yaml"],
+      ["cluster: required. See docs/configuration.md and Pulumi.staging.yaml"],
     ],
     [
       "a missing required field",

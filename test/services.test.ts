@@ -292,7 +292,7 @@ describe("foundation service validation", () => {
     assert.deepEqual(
       problemsOf(() => undefined, new Set()),
       [
-        'fluxDeployKey: required for an ssh:// repository, as a secret. Run `pulumi config set --secret fluxDeployKey -- "$(cat deploy_key)"`, or let the CLI resolve it (README: Credentials)',
+        "fluxDeployKey: required for an ssh:// repository, as a secret. Run `pulumi config set --secret fluxDeployKey < deploy_key` (the key file on standard input, not on the command line), or let the CLI resolve it (docs/credentials.md)",
       ],
     );
   });

@@ -103,7 +103,7 @@ export class Problems {
       if (issue.code === "unrecognized_keys") {
         for (const key of issue.keys) {
           const meant = closestKey(key, knownKeys);
-          const readme = "See the README's configuration reference";
+          const readme = "See docs/configuration.md";
           if (meant === key) {
             // A real key, but of another platform or section.
             this.add([...path, key], "is not a setting here", { hint: readme });

@@ -42,6 +42,8 @@ export interface RuleInput {
   readonly servicesGiven: ReadonlySet<string>;
   /** Secret config keys set on the stack (values never read here). */
   readonly secretKeys: ReadonlySet<string>;
+  /** Every key set in the namespace, secret or not. */
+  readonly presentKeys: ReadonlySet<string>;
   readonly nodes: readonly IndexedNode[];
   readonly rawNodes: readonly unknown[];
   /** The values as read, for checks that look past a section that did not parse. */
@@ -388,7 +390,10 @@ const inZone = (name: string, domain: string) => {
   return n === d || n.endsWith(`.${d}`);
 };
 
-const services: Rule = ({ servicesGiven, cluster, dns, flux, secretKeys }, problems) => {
+const services: Rule = (
+  { servicesGiven, cluster, dns, flux, secretKeys, presentKeys },
+  problems,
+) => {
   for (const key of ["openbao", "dns"]) {
     if (servicesGiven.has(key) && !servicesGiven.has("gcp")) {
       problems.add([key], "needs talos-platform:gcp", { hint: "Add gcp.project and gcp.region" });
@@ -431,9 +436,10 @@ const services: Rule = ({ servicesGiven, cluster, dns, flux, secretKeys }, probl
         hint: "Give the Git server's known_hosts line, e.g. from `ssh-keyscan github.com`",
       });
     }
-    if (!secretKeys.has("fluxDeployKey")) {
+    // Present in plain text is reported as such, once.
+    if (!secretKeys.has("fluxDeployKey") && !presentKeys.has("fluxDeployKey")) {
       problems.add(["fluxDeployKey"], "required for an ssh:// repository, as a secret", {
-        hint: 'Run `pulumi config set --secret fluxDeployKey -- "$(cat deploy_key)"`, or let the CLI resolve it (README: Credentials)',
+        hint: "Run `pulumi config set --secret fluxDeployKey < deploy_key` (the key file on standard input, not on the command line), or let the CLI resolve it (docs/credentials.md)",
       });
     }
   }

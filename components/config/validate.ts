@@ -160,6 +160,7 @@ export function validatePlatformConfig(raw: RawStackConfig, stackFile: string): 
     flux,
     servicesGiven: new Set(SERVICE_KEYS.filter((key) => raw[key] !== undefined)),
     secretKeys,
+    presentKeys,
     nodes,
     rawNodes: rawNodes ?? [],
     raw: raw as Readonly<Record<string, unknown>>,
@@ -281,7 +282,7 @@ interface NormalizeContext {
 
 function missing(key: string, problems: Problems): undefined {
   problems.add([key], "required", {
-    hint: "See the README's configuration reference and Pulumi.staging.yaml",
+    hint: "See docs/configuration.md and Pulumi.staging.yaml",
   });
   return undefined;
 }

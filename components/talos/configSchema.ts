@@ -88,6 +88,17 @@ const ANNOTATIONS = new Set([
   "examples",
 ]);
 
+/**
+ * Where Talos' published schema disagrees with the Go types Talos decodes with. `acceptedCAs` is a
+ * list of certificates (`[]*x509.PEMEncodedCertificate` in config/types/v1alpha1/v1alpha1_types.go)
+ * but the schema describes one certificate. Each correction turns the named property into a list of
+ * what the schema describes, when the schema still has it wrong.
+ */
+export const SCHEMA_CORRECTIONS: readonly { readonly def: string; readonly property: string }[] = [
+  { def: "v1alpha1.MachineConfig", property: "acceptedCAs" },
+  { def: "v1alpha1.ClusterConfig", property: "acceptedCAs" },
+];
+
 /** Keys that make a document without `kind` a v1alpha1 machine config (Talos' own rule). */
 const V1ALPHA1_KEYS = ["version", "machine", "cluster", "debug", "persist"];
 
@@ -141,7 +152,7 @@ export class TalosConfigSchema {
   ) {
     this.version = entry.version;
     this.deprecated = entry.deprecated;
-    this.defs = (schema.$defs ?? {}) as Record<string, SchemaNode>;
+    this.defs = corrected((schema.$defs ?? {}) as Record<string, SchemaNode>);
     assertSupported(schema, entry.schema);
     for (const ref of (schema.oneOf ?? []) as SchemaNode[]) {
       const name = defName(ref.$ref as string);
@@ -319,6 +330,21 @@ export function talosConfigSchema(minor: string): TalosConfigSchema | undefined 
   const parsed = new TalosConfigSchema(minor, entry, schema);
   loaded.set(minor, parsed);
   return parsed;
+}
+
+/** The definitions with SCHEMA_CORRECTIONS applied (copies; the parsed schema is not changed). */
+function corrected(defs: Record<string, SchemaNode>): Record<string, SchemaNode> {
+  const result = { ...defs };
+  for (const { def, property } of SCHEMA_CORRECTIONS) {
+    const properties = result[def]?.properties as Record<string, SchemaNode> | undefined;
+    const wrong = properties?.[property];
+    if (!wrong || wrong.type !== "object") continue;
+    result[def] = {
+      ...result[def],
+      properties: { ...properties, [property]: { type: "array", items: wrong } },
+    };
+  }
+  return result;
 }
 
 function defName(ref: string): string {

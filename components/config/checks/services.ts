@@ -92,7 +92,7 @@ export function knownHostMatches(pattern: string, entry: string): boolean {
   }
   const regex = new RegExp(
     `^${pattern
-      .replace(/[.+^${}()|\\]/g, "\\$&")
+      .replace(/[.+^${}()|[\]\\]/g, "\\$&")
       .replace(/\*/g, ".*")
       .replace(/\?/g, ".")}$`,
     "i",
