@@ -1,7 +1,7 @@
 // The stack-file checks of issue #11: for each rule a stack file that breaks it (run through the
 // program: the error names the key and nothing is registered) and a valid neighbour that passes.
 import { strict as assert } from "node:assert";
-import { StackConfigError } from "../components/config";
+import { StackConfigError, validateAppConfig, validateBootstrapConfig } from "../components/config";
 import {
   cloudCluster,
   GITHUB_KNOWN_HOSTS,
@@ -9,7 +9,7 @@ import {
   problemsOf,
   proxmoxCluster,
 } from "./fixtures";
-import { runFoundation, StackValues } from "./harness";
+import { readStackFile, runFoundation, setupRun, StackValues } from "./harness";
 import { Recorder } from "./mocks";
 
 type Change = (values: any) => void;
@@ -595,5 +595,147 @@ describe("messages in the project's own words", () => {
   it("reports a VIP outside the control planes' subnets once, not once per control plane", () => {
     const problems = problemsOf(proxmoxCluster, (v) => (v.cluster.vip = "198.51.100.10"));
     assert.equal(problems.filter((p) => p.startsWith("cluster.vip:")).length, 1);
+  });
+});
+
+describe("app and bootstrap layer checks", () => {
+  const APP = "talos-platform-app";
+  const appValues = () => structuredClone(readStackFile("staging", "app", APP)) as any;
+  const appProblems = (
+    change: (v: any) => void,
+    secretKeys: ReadonlySet<string> = new Set(["openbaoToken", "grafanaAuth"]),
+  ): readonly string[] => {
+    const values = appValues();
+    change(values);
+    try {
+      validateAppConfig(values, "staging", secretKeys);
+      return [];
+    } catch (error) {
+      if (error instanceof StackConfigError) return error.problems;
+      throw error;
+    }
+  };
+
+  it("refuses an app credential in plain text with the command that stores it encrypted", () => {
+    assert.deepEqual(
+      appProblems((v) => (v.openbaoToken = "FAKE-SECRET-token"), new Set(["grafanaAuth"])),
+      [
+        "openbaoToken: is a credential written in plain text in the stack file (value not shown). Store it encrypted: run `pulumi config set --secret openbaoToken --stack staging --cwd app` and enter the value when asked, or leave it out and let the CLI supply it (docs/credentials.md)",
+      ],
+    );
+  });
+
+  it("refuses an OpenBao address or a data source URL with a credential inside", () => {
+    assert.deepEqual(
+      appProblems((v) => {
+        v.openbao.address = "https://openbao.staging.example.net/?token=FAKE-SECRET";
+        v.grafana.dataSources[0].url = "http://admin:FAKE-SECRET@prometheus.monitoring.svc:9090";
+      }),
+      [
+        'openbao.address: carries a credential in the URL (a token parameter), which would be stored in plain text; got "https://openbao.staging.example.net/?token=***". Give the bare URL; the token is the openbaoToken secret (docs/credentials.md)',
+        'grafana.dataSources[0].url: carries a credential in the URL (a user:password), which would be stored in plain text; got "http://***:***@prometheus.monitoring.svc:9090". Give the bare URL and let the data source authenticate another way',
+      ],
+    );
+  });
+
+  it("answers an unknown top-level app key with the one probably meant", () => {
+    assert.deepEqual(
+      appProblems((v) => {
+        v.grafna = v.grafana;
+        delete v.grafana;
+      }),
+      ["talos-platform-app:grafna: unknown key. Did you mean talos-platform-app:grafana?"],
+    );
+  });
+
+  it("names a bad inline policy name without echoing the policy", () => {
+    assert.deepEqual(
+      appProblems(
+        (v) => (v.openbao.policies = { Bad_Name: 'path "secret/*" { capabilities = ["read"] }' }),
+      ),
+      [
+        "openbao.policies.Bad_Name: not a valid key here: expected a lowercase name (letters, digits, - and _)",
+      ],
+    );
+  });
+
+  it("runs the file and policy checks after a schema error too", () => {
+    assert.deepEqual(
+      appProblems((v) => {
+        v.openbao.kvMount = "Secret Store";
+        v.openbao.policyDir = "../test/fixtures/app/bad-policies";
+        v.grafana.folders[0].dashboards = ["platform/gone.json"];
+      }),
+      [
+        'openbao.kvMount: expected a lowercase name (letters, digits, - and _); got "Secret Store"',
+        'test/fixtures/app/bad-policies/broken.hcl: not an OpenBao policy: no path "…" { capabilities = […] } block',
+        "test/fixtures/app/bad-policies/unclosed.hcl: has a { that is never closed",
+        "openbao.roles[0].policies[0]: policy external-secrets is neither in the policy folder nor in openbao.policies. Known: default",
+        "openbao.ci.previewPolicies[0]: policy ci-preview is neither in the policy folder nor in openbao.policies. Known: default",
+        "openbao.ci.applyPolicies[0]: policy ci-apply is neither in the policy folder nor in openbao.policies. Known: default",
+        "grafana.folders[0].dashboards[0]: dashboard file app/dashboards/platform/gone.json does not exist. Export the dashboard's JSON model there, or drop it from the list",
+      ],
+    );
+  });
+
+  it("registers nothing when the app stack file is invalid", async () => {
+    const recorder = new Recorder();
+    recorder.behaviour.stackOutputs = {};
+    const values = appValues();
+    values.openbao.address = "openbao";
+    await setupRun(values, {
+      recorder,
+      project: APP,
+      stack: "staging",
+      secrets: { openbaoToken: "t", grafanaAuth: "g" },
+    });
+    const { appLayer } = await import("../components/app");
+    await assert.rejects(appLayer(), StackConfigError);
+    await recorder.settled();
+    assert.equal(recorder.resources.length, 0);
+  });
+
+  const BOOTSTRAP = "talos-platform-bootstrap";
+  const bootstrapProblems = (change: (v: any) => void, secretKeys = new Set<string>()) => {
+    const values: any = structuredClone(readStackFile("shared", "bootstrap", BOOTSTRAP));
+    change(values);
+    try {
+      validateBootstrapConfig(values, "bootstrap/Pulumi.shared.yaml", secretKeys);
+      return [];
+    } catch (error) {
+      if (error instanceof StackConfigError) return error.problems;
+      throw error;
+    }
+  };
+
+  it("refuses the bootstrap credential in plain text, and a misspelt key", () => {
+    assert.deepEqual(
+      bootstrapProblems((v) => {
+        v.gcpCredentials = '{"type":"service_account"}';
+        v.statebucket = v.stateBucket;
+        delete v.stateBucket;
+      }),
+      [
+        "talos-platform-bootstrap:statebucket: unknown key. Did you mean talos-platform-bootstrap:stateBucket?",
+        "gcpCredentials: is a credential written in plain text in the stack file (value not shown). Store it encrypted: run `pulumi config set --secret gcpCredentials --stack shared --cwd bootstrap` and enter the value when asked, or leave it out and let the CLI supply it (docs/credentials.md)",
+        "stateBucket: required",
+      ],
+    );
+    assert.deepEqual(
+      bootstrapProblems(() => undefined, new Set(["gcpCredentials"])),
+      [],
+    );
+  });
+
+  it("registers nothing when the bootstrap stack file is invalid", async () => {
+    const recorder = new Recorder();
+    await setupRun(
+      { ...readStackFile("shared", "bootstrap", BOOTSTRAP), gcpCredentials: "{}" },
+      { recorder, project: BOOTSTRAP, stack: "shared" },
+    );
+    const { bootstrapLayer } = await import("../components/bootstrap");
+    assert.throws(() => bootstrapLayer(), StackConfigError);
+    await recorder.settled();
+    assert.equal(recorder.resources.length, 0);
   });
 });

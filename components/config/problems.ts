@@ -18,7 +18,7 @@ export function keyOf(path: KeyPath): string {
 
 /** A short, single-line rendering of a value for an error message; credentials in URLs masked. */
 export function show(value: unknown): string {
-  const shown = typeof value === "string" && urlCredential(value) ? maskUrl(new URL(value)) : value;
+  const shown = typeof value === "string" && urlCredential(value) ? maskUrl(value) : value;
   const text = shown === undefined ? "nothing" : JSON.stringify(shown);
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }

@@ -50,15 +50,15 @@ export function checkPlainTextCredentials(
 const SECRET_PARAMETER =
   /token|secret|password|passwd|pwd|apikey|api_key|key|auth|signature|sig|credential/i;
 
-/** A URL with its credential parts masked, for messages. */
-export function maskUrl(url: URL): string {
-  const masked = new URL(url.href);
-  if (masked.username) masked.username = "***";
-  if (masked.password) masked.password = "***";
-  for (const name of [...masked.searchParams.keys()]) {
-    if (SECRET_PARAMETER.test(name)) masked.searchParams.set(name, "***");
-  }
-  return decodeURIComponent(masked.href);
+/** A URL with its credential parts masked, for messages; otherwise as written. */
+export function maskUrl(value: string): string {
+  return value
+    .replace(/^([a-z][a-z0-9+.-]*:\/\/)([^/?#@]*)@/i, (_, scheme: string, userinfo: string) =>
+      userinfo.includes(":") ? `${scheme}***:***@` : `${scheme}***@`,
+    )
+    .replace(/([?&])([^=&#]+)=([^&#]*)/g, (whole, separator: string, name: string) =>
+      SECRET_PARAMETER.test(decodeURIComponent(name)) ? `${separator}${name}=***` : whole,
+    );
 }
 
 /**
@@ -92,7 +92,7 @@ export function checkUrlCredential(
       path,
       `carries a credential in the URL (${credential}), which would be stored in plain text`,
       {
-        got: maskUrl(new URL(value)),
+        got: value,
         hint: fix,
       },
     );
