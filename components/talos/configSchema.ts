@@ -22,7 +22,10 @@ export type TalosSchemaIssue =
       readonly path: DocumentPath;
       /** A known key at the same place that is close in spelling. */
       readonly suggestion?: string;
-      /** Talos still reads this key but deprecated it; its Go documentation says what replaces it. */
+      /**
+       * Talos still reads this key but left it out of its documentation and schema; when it also
+       * deprecated it, this is the Go note saying what replaces it (else "").
+       */
       readonly deprecated?: string;
     }
   | {

@@ -175,9 +175,16 @@ function wordIssue(
     case "unknownKey": {
       if (issue.deprecated !== undefined) {
         const replacement = REPLACEMENTS[key];
+        const hint = replacement
+          ? `Use ${replacement}`
+          : issue.deprecated
+            ? `Talos: ${issue.deprecated}`
+            : "Remove it";
         return {
-          problem: `${at.where}sets ${key}, which ${release} has deprecated (it is not in its configuration schema)`,
-          opts: { hint: replacement ? `Use ${replacement}` : `Talos: ${issue.deprecated}` },
+          problem: issue.deprecated
+            ? `${at.where}sets ${key}, which ${release} has deprecated (it is not in its configuration schema)`
+            : `${at.where}sets ${key}, which ${release} no longer documents (it is not in its configuration schema)`,
+          opts: { hint },
         };
       }
       const meant = issue.suggestion && keyOf([...issue.path.slice(0, -1), issue.suggestion]);

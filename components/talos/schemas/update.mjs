@@ -2,8 +2,9 @@
 // Refreshes the Talos machine-config JSON schemas shipped in this folder, one per Talos minor the
 // program supports, from the Go module that embeds them:
 //   github.com/siderolabs/talos/pkg/machinery@<version> → config/schemas/config.schema.json
-// It also records, per minor, the machine-config fields Talos still decodes but marks `Deprecated:`
-// in its Go types (they are absent from the schema), so a patch using one is told what replaces it.
+// It also records, per minor, the machine-config fields Talos still decodes but leaves out of the
+// schema (`docgen:nodoc` in its Go types), with the `Deprecated:` note that says what replaces them,
+// so a patch using one is told so rather than "unknown key".
 //
 // Usage (Go and the Go module proxy needed; nothing else is downloaded):
 //   node components/talos/schemas/update.mjs
@@ -62,11 +63,16 @@ function deprecations(typesDir) {
       if (field) {
         const joined = comment.join(" ");
         const at = joined.indexOf("Deprecated:");
-        if (at >= 0) {
-          const note = joined
-            .slice(at + "Deprecated:".length)
-            .replace(/\s+/g, " ")
-            .trim();
+        // Fields Talos decodes but leaves out of its documentation and schema: deprecated ones
+        // (with the note saying what replaces them) and other `docgen:nodoc` ones (note "").
+        if (at >= 0 || joined.includes("docgen:nodoc")) {
+          const note =
+            at < 0
+              ? ""
+              : joined
+                  .slice(at + "Deprecated:".length)
+                  .replace(/\s+/g, " ")
+                  .trim();
           (result[`v1alpha1.${type}`] ??= {})[field[1]] = note;
         }
       }
