@@ -648,6 +648,22 @@ describe("app and bootstrap layer checks", () => {
     );
   });
 
+  it("answers a misspelt app setting with the setting meant, a swapped pair of letters included", () => {
+    assert.deepEqual(
+      appProblems((v) => {
+        v.openbao.kvmount = v.openbao.kvMount;
+        delete v.openbao.kvMount;
+        v.grafana.folders[0].titel = v.grafana.folders[0].title;
+        delete v.grafana.folders[0].title;
+      }),
+      [
+        "openbao.kvmount: unknown key. Did you mean kvMount?",
+        "grafana.folders[0].title: required",
+        "grafana.folders[0].titel: unknown key. Did you mean title?",
+      ],
+    );
+  });
+
   it("names a bad inline policy name without echoing the policy", () => {
     assert.deepEqual(
       appProblems(

@@ -8,7 +8,7 @@ import { z } from "zod";
 import { checkPlainTextCredentials, checkTopLevelKeys, checkUrlCredential } from "./checks";
 import { CLI_KEYS } from "./keys";
 import { PARSE_OPTIONS } from "./messages";
-import { Problems } from "./problems";
+import { Problems, propertyNames } from "./problems";
 import { runtimeStackValues } from "./stackValues";
 
 /** The app project's folder (policy and dashboard paths are relative to it). */
@@ -232,6 +232,9 @@ export const APP_KEYS: readonly string[] = [
   ...CLI_KEYS,
 ];
 
+/** Every key the app layer's sections know, for "did you mean". */
+const APP_SETTING_KEYS = [...propertyNames(z.toJSONSchema(appSchema, { unrepresentable: "any" }))];
+
 const isMapping = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === "object" && !Array.isArray(value);
 const strings = (value: unknown): string[] | undefined =>
@@ -321,7 +324,9 @@ export function validateAppConfig(
     Object.entries(raw).filter(([key]) => ["foundationStack", "openbao", "grafana"].includes(key)),
   );
   const parsed = appSchema.safeParse(settings, PARSE_OPTIONS);
-  if (!parsed.success) problems.addZodIssues([], settings, parsed.error.issues);
+  if (!parsed.success) {
+    problems.addZodIssues([], settings, parsed.error.issues, APP_SETTING_KEYS, "docs/app-layer.md");
+  }
   checkAppUrls(raw, problems);
 
   // Files and cross-references: checked whatever the schema found.

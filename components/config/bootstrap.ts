@@ -4,7 +4,7 @@ import { z } from "zod";
 import { checkPlainTextCredentials, checkTopLevelKeys } from "./checks";
 import { CLI_KEYS } from "./keys";
 import { PARSE_OPTIONS } from "./messages";
-import { Problems } from "./problems";
+import { Problems, propertyNames } from "./problems";
 import { runtimeStackValues } from "./stackValues";
 import { gcpSchema } from "./schema";
 
@@ -44,6 +44,11 @@ export interface BootstrapSpec {
   };
 }
 
+/** Every key the bootstrap layer's sections know, for "did you mean". */
+const BOOTSTRAP_SETTING_KEYS = [
+  ...propertyNames(z.toJSONSchema(bootstrapSchema, { unrepresentable: "any" })),
+];
+
 /** The bootstrap project's name, the namespace of its keys. */
 export const BOOTSTRAP_PROJECT = "talos-platform-bootstrap";
 
@@ -77,7 +82,15 @@ export function validateBootstrapConfig(
     Object.entries(raw).filter(([key]) => ["gcp", "stateBucket", "secretsKey"].includes(key)),
   );
   const result = bootstrapSchema.safeParse(settings, PARSE_OPTIONS);
-  if (!result.success) problems.addZodIssues([], settings, result.error.issues);
+  if (!result.success) {
+    problems.addZodIssues(
+      [],
+      settings,
+      result.error.issues,
+      BOOTSTRAP_SETTING_KEYS,
+      "docs/first-time.md",
+    );
+  }
   problems.throwIfAny(stackFile);
   const { gcp, stateBucket, secretsKey } = result.data!;
   return {

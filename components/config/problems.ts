@@ -45,20 +45,25 @@ export function closestKey(key: string, knownKeys: readonly string[]): string | 
   return best?.key;
 }
 
+/** Edits between two strings: insertions, deletions, substitutions and swaps of neighbours. */
 function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
   for (let i = 1; i <= a.length; i++) {
-    const current = [i];
     for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(
-        previous[j] + 1,
-        current[j - 1] + 1,
-        previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1),
+      d[i][j] = Math.min(
+        d[i - 1][j] + 1,
+        d[i][j - 1] + 1,
+        d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1),
       );
+      // A swap of two neighbouring letters (`titel` for `title`) is one slip, not two.
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+      }
     }
-    previous = current;
   }
-  return previous[b.length];
+  return d[a.length][b.length];
 }
 
 /** Every property name declared anywhere in a JSON schema (from `z.toJSONSchema`). */
@@ -89,13 +94,14 @@ export class Problems {
 
   /**
    * Records every issue of a failed schema parse of the value found at `base`; `knownKeys` lets an
-   * unknown key be answered with the key that was probably meant.
+   * unknown key be answered with the key that was probably meant, else with `reference`.
    */
   addZodIssues(
     base: KeyPath,
     raw: unknown,
     issues: readonly z.core.$ZodIssue[],
     knownKeys: readonly string[] = [],
+    reference = "docs/configuration.md",
   ): void {
     for (const issue of issues) {
       const relative: KeyPath = issue.path.map((p) => (typeof p === "symbol" ? String(p) : p));
@@ -103,7 +109,7 @@ export class Problems {
       if (issue.code === "unrecognized_keys") {
         for (const key of issue.keys) {
           const meant = closestKey(key, knownKeys);
-          const readme = "See docs/configuration.md";
+          const readme = `See ${reference}`;
           if (meant === key) {
             // A real key, but of another platform or section.
             this.add([...path, key], "is not a setting here", { hint: readme });
