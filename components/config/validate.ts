@@ -169,21 +169,33 @@ export function validatePlatformConfig(raw: RawStackConfig, stackFile: string): 
 
   // Normalizing needs the cluster; cloud nodes' user-data sizes are estimated even when other
   // sections have problems, so the report is complete.
-  const context: NormalizeContext | undefined = cluster && {
-    cluster: normalizeCluster(
-      cluster,
-      nodes.map((n) => n.node),
-    ),
-    proxmox: proxmox && normalizeProxmox(proxmox),
-    oci: oci && normalizeOci(oci),
-    openstack: openstack && normalizeOpenstack(openstack),
+  const normalize = () => {
+    const context: NormalizeContext | undefined = cluster && {
+      cluster: normalizeCluster(
+        cluster,
+        nodes.map((n) => n.node),
+      ),
+      proxmox: proxmox && normalizeProxmox(proxmox),
+      oci: oci && normalizeOci(oci),
+      openstack: openstack && normalizeOpenstack(openstack),
+    };
+    const normalized = context ? normalizeNodes(nodes, context) : [];
+    const services = context && normalizeServices(context.cluster, gcp, openbao, dns, flux);
+    if (context && services)
+      checkUserDataEstimates(context.cluster, services, normalized, problems);
+    return { context, normalized, services };
   };
-  const normalized = context ? normalizeNodes(nodes, context) : [];
-  const services = context && normalizeServices(context.cluster, gcp, openbao, dns, flux);
-  if (context && services) checkUserDataEstimates(context.cluster, services, normalized, problems);
+  let result: ReturnType<typeof normalize> | undefined;
+  try {
+    result = normalize();
+  } catch (error) {
+    // Normalizing a stack that has problems may trip over them; those problems are the report.
+    if (problems.all.length === 0) throw error;
+  }
   problems.throwIfAny(stackFile);
 
   // No problems: every section parsed and every node normalized.
+  const { context, normalized, services } = result!;
   return {
     ...context!,
     services: services!,
