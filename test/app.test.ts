@@ -23,13 +23,18 @@ async function runApp(
     stack?: string;
     values?: Record<string, unknown>;
     secrets?: Record<string, string>;
-    foundation?: Record<string, unknown> | null;
+    /** The foundation's outputs; `null`: a stack with none yet; `"missing"`: no such stack. */
+    foundation?: Record<string, unknown> | null | "missing";
+    recorder?: Recorder;
   } = {},
 ) {
   const stack = options.stack ?? "staging";
-  const recorder = new Recorder();
+  const recorder = options.recorder ?? new Recorder();
   const foundationOutputs = options.foundation === null ? {} : (options.foundation ?? FOUNDATION);
-  recorder.behaviour.stackOutputs = { [`organization/talos-platform/${stack}`]: foundationOutputs };
+  recorder.behaviour.stackOutputs =
+    foundationOutputs === "missing"
+      ? {}
+      : { [`organization/talos-platform/${stack}`]: foundationOutputs };
   await setupRun(options.values ?? readStackFile(stack, "app", PROJECT), {
     recorder,
     project: PROJECT,
@@ -37,11 +42,17 @@ async function runApp(
     secrets: options.secrets ?? TOKENS,
   });
   const { appLayer } = await import("../components/app");
-  const outputs = appLayer();
+  const outputs = await appLayer();
   const resolved = await resolveAll(outputs);
   await recorder.settled();
   return { recorder, resolved };
 }
+
+/** Vault (OpenBao) and Grafana registrations, providers included. */
+const openbaoOrGrafana = (recorder: Recorder) =>
+  recorder.resources.filter((r) =>
+    /^(vault|grafana):|^pulumi:providers:(vault|grafana)$/.test(r.type),
+  );
 
 describe("app layer", () => {
   let recorder: Recorder;
@@ -182,27 +193,32 @@ describe("app layer", () => {
     }
   });
 
-  it("fails fast with a clear message when the foundation has no outputs yet", async () => {
-    const failures: unknown[] = [];
-    const record = (reason: unknown) => failures.push(reason);
-    process.on("unhandledRejection", record);
-    try {
-      const { recorder: r } = await runApp({ foundation: null });
-      const message = failures.map(String).join("\n");
-      assert.match(
-        message,
-        /foundation stack organization\/talos-platform\/staging has no endpoint, kubernetesCaCertificate, clusterName output yet/,
-      );
-      assert.match(message, /npm run platform -- up staging/);
-      assert.equal(
-        r.ofType("vault:kubernetes/authBackendConfig:AuthBackendConfig").length,
-        0,
-        "nothing is bound to a cluster that does not exist",
-      );
-    } finally {
-      process.off("unhandledRejection", record);
-    }
-  });
+  for (const [situation, foundation, message] of [
+    [
+      "has no outputs yet",
+      null,
+      /^foundation stack organization\/talos-platform\/staging has no endpoint, kubernetesCaCertificate, clusterName output yet; the app layer needs the cluster first\. Run `npm run platform -- up staging`/,
+    ],
+    [
+      "does not exist",
+      "missing",
+      /^foundation stack organization\/talos-platform\/staging could not be read \(.*unknown stack "organization\/talos-platform\/staging".*\); the app layer needs the cluster first\. Run `npm run platform -- up staging`/s,
+    ],
+  ] as const) {
+    it(`registers nothing of OpenBao or Grafana when the foundation stack ${situation}`, async () => {
+      const r = new Recorder();
+      await assert.rejects(runApp({ foundation, recorder: r }), (error: Error) => {
+        assert.match(error.message, message);
+        return true;
+      });
+      await r.settled();
+      assert.deepEqual(openbaoOrGrafana(r), [], "no provider and no resource");
+      assert.deepEqual(r.resources.map((res) => res.type).sort(), [
+        "platform:app:FoundationReference",
+        "pulumi:pulumi:StackReference",
+      ]);
+    });
+  }
 
   it("runs over the prod stack file too", async () => {
     const { recorder: r } = await runApp({
@@ -278,7 +294,7 @@ describe("app layer validation", () => {
     assert.deepEqual(
       problemsOf(() => undefined, new Set()),
       [
-        "openbaoToken: required (or openbaoJwt in CI), as a secret. The CLI takes it from OPENBAO_TOKEN, or CI from its OIDC token (README: App layer)",
+        "openbaoToken: required (or openbaoJwt in CI), as a secret. The CLI takes it from OPENBAO_TOKEN, or CI from its OIDC token (docs/app-layer.md)",
         "grafanaAuth: required when grafana is set, as a secret. A service-account token; the CLI takes it from GRAFANA_AUTH",
       ],
     );

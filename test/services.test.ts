@@ -4,7 +4,12 @@ import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { parse, parseAllDocuments } from "yaml";
 import { validateBootstrapConfig } from "../components/config";
-import { clone, problemsOf as validationProblems, proxmoxCluster } from "./fixtures";
+import {
+  clone,
+  GITHUB_KNOWN_HOSTS,
+  problemsOf as validationProblems,
+  proxmoxCluster,
+} from "./fixtures";
 import {
   isSecret,
   readStackFile,
@@ -31,7 +36,7 @@ function withServices(): StackValues {
     version: "v2.7.3",
     repository: "ssh://git@github.com/example/homelab.git",
     path: "clusters/demo",
-    knownHosts: "github.com ssh-ed25519 AAAAexample",
+    knownHosts: GITHUB_KNOWN_HOSTS,
   };
   return values;
 }
@@ -172,7 +177,7 @@ describe("foundation services", () => {
       );
       const [, secret, repo, sync] = objects;
       assert.equal(secret.stringData.identity, SECRETS.fluxDeployKey);
-      assert.equal(secret.stringData.known_hosts, "github.com ssh-ed25519 AAAAexample");
+      assert.equal(secret.stringData.known_hosts, GITHUB_KNOWN_HOSTS);
       assert.deepEqual(repo.spec, {
         interval: "1m0s",
         url: "ssh://git@github.com/example/homelab.git",
@@ -288,7 +293,7 @@ describe("foundation service validation", () => {
     assert.deepEqual(
       problemsOf(() => undefined, new Set()),
       [
-        'fluxDeployKey: required for an ssh:// repository, as a secret. Run `pulumi config set --secret fluxDeployKey -- "$(cat deploy_key)"`, or let the CLI resolve it (README: Credentials)',
+        "fluxDeployKey: required for an ssh:// repository, as a secret. Run `pulumi config set --secret fluxDeployKey < deploy_key` (the key file on standard input, not on the command line), or let the CLI resolve it (docs/credentials.md)",
       ],
     );
   });

@@ -1,7 +1,11 @@
 // The bootstrap layer's stack config: the GCP project, the state bucket and the optional secrets key.
 import * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
-import { Problems } from "./problems";
+import { checkPlainTextCredentials, checkTopLevelKeys } from "./checks";
+import { CLI_KEYS } from "./keys";
+import { PARSE_OPTIONS } from "./messages";
+import { Problems, propertyNames } from "./problems";
+import { runtimeStackValues } from "./stackValues";
 import { gcpSchema } from "./schema";
 
 const kmsName = z
@@ -40,14 +44,53 @@ export interface BootstrapSpec {
   };
 }
 
-/** Validates the bootstrap layer's values, reporting every problem at once. */
+/** Every key the bootstrap layer's sections know, for "did you mean". */
+const BOOTSTRAP_SETTING_KEYS = [
+  ...propertyNames(z.toJSONSchema(bootstrapSchema, { unrepresentable: "any" })),
+];
+
+/** The bootstrap project's name, the namespace of its keys. */
+export const BOOTSTRAP_PROJECT = "talos-platform-bootstrap";
+
+/** The secret keys the bootstrap program reads (the CLI resolves the same ones). */
+export const BOOTSTRAP_SECRET_KEYS = ["gcpCredentials"] as const;
+
+/** Every key the bootstrap layer's namespace may hold. */
+export const BOOTSTRAP_KEYS: readonly string[] = [
+  "gcp",
+  "stateBucket",
+  "secretsKey",
+  ...BOOTSTRAP_SECRET_KEYS,
+  ...CLI_KEYS,
+];
+
+/**
+ * Validates the bootstrap layer's values, reporting every problem at once. Pure over `raw` (the
+ * namespace's keys that are not secret) and `secretKeys` (the keys set as secrets).
+ */
 export function validateBootstrapConfig(
   raw: Record<string, unknown>,
   stackFile: string,
+  secretKeys: ReadonlySet<string> = new Set(),
+  project = BOOTSTRAP_PROJECT,
 ): BootstrapSpec {
   const problems = new Problems();
-  const result = bootstrapSchema.safeParse(raw);
-  if (!result.success) problems.addZodIssues([], raw, result.error.issues);
+  const presentKeys = new Set([...Object.keys(raw), ...secretKeys]);
+  checkTopLevelKeys(project, presentKeys, BOOTSTRAP_KEYS, problems);
+  checkPlainTextCredentials(BOOTSTRAP_SECRET_KEYS, presentKeys, secretKeys, stackFile, problems);
+  const settings = Object.fromEntries(
+    Object.entries(raw).filter(([key]) => ["gcp", "stateBucket", "secretsKey"].includes(key)),
+  );
+  const result = bootstrapSchema.safeParse(settings, PARSE_OPTIONS);
+  if (!result.success) {
+    problems.addZodIssues(
+      [],
+      settings,
+      result.error.issues,
+      BOOTSTRAP_SETTING_KEYS,
+      "docs/first-time.md",
+    );
+  }
   problems.throwIfAny(stackFile);
   const { gcp, stateBucket, secretsKey } = result.data!;
   return {
@@ -68,15 +111,12 @@ export function loadBootstrapConfig(): {
   gcpCredentials: pulumi.Output<string> | undefined;
 } {
   const config = new pulumi.Config();
+  const { values, secretKeys } = runtimeStackValues();
   const spec = validateBootstrapConfig(
-    {
-      gcp: config.getObject<unknown>("gcp"),
-      stateBucket: config.getObject<unknown>("stateBucket"),
-      ...(config.get("secretsKey") !== undefined
-        ? { secretsKey: config.getObject<unknown>("secretsKey") }
-        : {}),
-    },
+    { ...values },
     `bootstrap/Pulumi.${pulumi.getStack()}.yaml`,
+    secretKeys,
+    pulumi.getProject(),
   );
   return { spec, gcpCredentials: config.getSecret("gcpCredentials") };
 }

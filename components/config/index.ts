@@ -5,3 +5,7 @@ export * from "./types";
 export * from "./validate";
 export * from "./bootstrap";
 export * from "./app";
+export * from "./keys";
+export * from "./stackValues";
+export * from "./messages";
+export * from "./checks";

@@ -6,6 +6,7 @@ import { type BwsRunner, listBitwardenSecrets, parseSecretList } from "../../aut
 import { runCli } from "../../automation/cli";
 import { CREDENTIALS, resolveCredentials } from "../../automation/credentials";
 import { APP_SECRET_KEYS } from "../../components/config/app";
+import { BOOTSTRAP_SECRET_KEYS } from "../../components/config/bootstrap";
 import { FOUNDATION_SECRET_KEYS } from "../../components/config/load";
 import { ExitCode, UserError } from "../../automation/errors";
 import { resolveLayer, readStackFile } from "../../automation/layers";
@@ -114,6 +115,10 @@ describe("credentials", () => {
     assert.deepEqual(
       CREDENTIALS.app.map((c) => c.configKey),
       [...APP_SECRET_KEYS],
+    );
+    assert.deepEqual(
+      CREDENTIALS.bootstrap.map((c) => c.configKey),
+      [...BOOTSTRAP_SECRET_KEYS],
     );
   });
 
