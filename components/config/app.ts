@@ -6,6 +6,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import * as path from "node:path";
 import { z } from "zod";
 import { Problems } from "./problems";
+import { getCredential, presentCredentialKeys } from "./runSecrets";
 
 /** The app project's folder (policy and dashboard paths are relative to it). */
 export const APP_DIR = path.resolve(__dirname, "..", "..", "app");
@@ -311,8 +312,7 @@ export const APP_SECRET_KEYS = ["openbaoToken", "openbaoJwt", "grafanaAuth"] as 
 /** Reads and validates the current app stack's config and files. */
 export function loadAppConfig(): { spec: AppSpec; secrets: AppSecrets } {
   const config = new pulumi.Config();
-  const all = pulumi.runtime.allConfig();
-  const present = new Set(APP_SECRET_KEYS.filter((key) => `${pulumi.getProject()}:${key}` in all));
+  const present = presentCredentialKeys(APP_SECRET_KEYS);
   const raw: Record<string, unknown> = {};
   for (const key of ["foundationStack", "openbao", "grafana"]) {
     if (config.get(key) !== undefined)
@@ -322,14 +322,14 @@ export function loadAppConfig(): { spec: AppSpec; secrets: AppSecrets } {
   return {
     spec,
     secrets: {
-      openbaoToken: config.getSecret("openbaoToken"),
-      openbaoJwt: config.getSecret("openbaoJwt"),
+      openbaoToken: getCredential(config, "openbaoToken"),
+      openbaoJwt: getCredential(config, "openbaoJwt"),
       // Only the main branch may apply; GitHub Actions sets GITHUB_REF for every job.
       openbaoJwtRole:
         process.env.GITHUB_REF === `refs/heads/${spec.openbao.ci?.branch ?? "main"}`
           ? "ci-apply"
           : "ci-preview",
-      grafanaAuth: config.getSecret("grafanaAuth"),
+      grafanaAuth: getCredential(config, "grafanaAuth"),
     },
   };
 }

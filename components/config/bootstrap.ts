@@ -2,6 +2,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
 import { Problems } from "./problems";
+import { getCredential } from "./runSecrets";
 import { gcpSchema } from "./schema";
 
 const kmsName = z
@@ -78,5 +79,5 @@ export function loadBootstrapConfig(): {
     },
     `bootstrap/Pulumi.${pulumi.getStack()}.yaml`,
   );
-  return { spec, gcpCredentials: config.getSecret("gcpCredentials") };
+  return { spec, gcpCredentials: getCredential(config, "gcpCredentials") };
 }

@@ -5,3 +5,6 @@ export * from "./types";
 export * from "./validate";
 export * from "./bootstrap";
 export * from "./app";
+export * from "./runSecrets";
+export * from "./runSecretsEnv";
+export * from "./runSecretsEnv";

@@ -1,6 +1,7 @@
 // The only module that reads pulumi.Config: it hands the stack's values to validation and returns
 // typed settings, or throws before any resource is registered.
 import * as pulumi from "@pulumi/pulumi";
+import { getCredential, presentCredentialKeys } from "./runSecrets";
 import type { PlatformSpec } from "./types";
 import { validatePlatformConfig } from "./validate";
 
@@ -27,11 +28,9 @@ export const FOUNDATION_SECRET_KEYS = [
   "openstackApplicationCredentialSecret",
 ] as const;
 
-/** Which of the program's secret keys the stack sets, without reading (or logging) their values. */
+/** Which of the program's secret keys the run or the stack sets, without reading their values. */
 function presentSecretKeys(): Set<string> {
-  const all = pulumi.runtime.allConfig();
-  const project = pulumi.getProject();
-  return new Set(FOUNDATION_SECRET_KEYS.filter((key) => `${project}:${key}` in all));
+  return presentCredentialKeys(FOUNDATION_SECRET_KEYS);
 }
 
 /** The validated stack configuration and its secrets. */
@@ -62,11 +61,12 @@ export function loadPlatformConfig(): LoadedConfig {
   return {
     spec,
     secrets: {
-      proxmoxApiToken: config.getSecret("proxmoxApiToken"),
-      fluxDeployKey: config.getSecret("fluxDeployKey"),
-      gcpCredentials: config.getSecret("gcpCredentials"),
-      ociPrivateKey: config.getSecret("ociPrivateKey"),
-      openstackApplicationCredentialSecret: config.getSecret(
+      proxmoxApiToken: getCredential(config, "proxmoxApiToken"),
+      fluxDeployKey: getCredential(config, "fluxDeployKey"),
+      gcpCredentials: getCredential(config, "gcpCredentials"),
+      ociPrivateKey: getCredential(config, "ociPrivateKey"),
+      openstackApplicationCredentialSecret: getCredential(
+        config,
         "openstackApplicationCredentialSecret",
       ),
     },
