@@ -129,7 +129,9 @@ export function isSpawnNotFound(error: unknown): boolean {
 
 /** Whether the Automation API refused to select a stack because the backend does not have it. */
 export function isStackNotFound(error: unknown): boolean {
-  return error instanceof StackNotFoundError || /no stack named .* found/.test(commandStderr(error));
+  return (
+    error instanceof StackNotFoundError || /no stack named .* found/.test(commandStderr(error))
+  );
 }
 
 /** What the CLI knows about the operation an engine error came from. */

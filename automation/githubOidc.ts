@@ -11,7 +11,10 @@ export function githubOidcAvailable(env: Env): boolean {
 }
 
 /** Fetches JSON from a URL with headers (global fetch in production; injectable for tests). */
-export type FetchJson = (url: string, headers: Readonly<Record<string, string>>) => Promise<unknown>;
+export type FetchJson = (
+  url: string,
+  headers: Readonly<Record<string, string>>,
+) => Promise<unknown>;
 
 /** The production fetcher: Node's fetch, bounded to 30 s. */
 export const fetchJson: FetchJson = async (url, headers) => {

@@ -104,7 +104,10 @@ export function checkCiState(request: StateGuardRequest, env: Env): void {
       ExitCode.refused,
     );
   }
-  if (isKmsSecretsProvider(request.secretsProvider) && request.stackFile.encryptedKey === undefined) {
+  if (
+    isKmsSecretsProvider(request.secretsProvider) &&
+    request.stackFile.encryptedKey === undefined
+  ) {
     throw new UserError(
       {
         what,

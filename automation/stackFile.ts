@@ -47,5 +47,7 @@ export function removeConfigKeys(file: string, keys: readonly string[]): string[
 
 /** A KMS secrets provider (`gcpkms://`, `awskms://`, …): its data key lives in `encryptedkey`. */
 export function isKmsSecretsProvider(provider: string | undefined): boolean {
-  return provider !== undefined && /^[a-z]+kms:\/\/|^azurekeyvault:\/\/|^hashivault:\/\//.test(provider);
+  return (
+    provider !== undefined && /^[a-z]+kms:\/\/|^azurekeyvault:\/\/|^hashivault:\/\//.test(provider)
+  );
 }

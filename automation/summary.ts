@@ -198,9 +198,8 @@ export function protectionRefusal(
     text,
   );
   if (deleted) return { kind: "delete", urn: deleted[1] };
-  const replaced = /^unable to replace resource "(urn:pulumi:[^"]+)"[\s\S]*marked for protection/.exec(
-    text,
-  );
+  const replaced =
+    /^unable to replace resource "(urn:pulumi:[^"]+)"[\s\S]*marked for protection/.exec(text);
   return replaced ? { kind: "replace", urn: replaced[1] } : undefined;
 }
 

@@ -20,7 +20,11 @@ import {
   selectLayers,
 } from "../layers";
 import { execBws, listBitwardenSecrets } from "../bitwarden";
-import { type CredentialSource, type ResolvedCredentials, resolveCredentials } from "../credentials";
+import {
+  type CredentialSource,
+  type ResolvedCredentials,
+  resolveCredentials,
+} from "../credentials";
 import { fetchGithubIdToken, githubOidcAvailable } from "../githubOidc";
 import { removeConfigKeys } from "../stackFile";
 import type { StackOperations } from "../workspace";
@@ -184,8 +188,7 @@ function noteNewDataKey(
 /** The audience of CI's OIDC token: the app stack's `openbao.ci.audience`, default `openbao`. */
 function ciAudience(layer: Layer, env: string): string | undefined {
   const openbao = readStackFile(layer, env).config[`${layer.project}:openbao`] as
-    | { ci?: { audience?: unknown } }
-    | undefined;
+    { ci?: { audience?: unknown } } | undefined;
   if (!openbao?.ci) return undefined;
   return typeof openbao.ci.audience === "string" ? openbao.ci.audience : "openbao";
 }

@@ -24,6 +24,15 @@ const bootstrapSchema = z.strictObject({
   secretsKey: z
     .strictObject({ keyRing: kmsName, cryptoKey: kmsName, location: z.string().min(1).optional() })
     .optional(),
+  /** CI's principals: object admin on the bucket, encrypter/decrypter on the secrets key. */
+  ciMembers: z
+    .array(
+      z.string().regex(/^(serviceAccount|user|group|principal|principalSet):\S+$/, {
+        error:
+          "expected an IAM principal, e.g. serviceAccount:ci@<project>.iam.gserviceaccount.com",
+      }),
+    )
+    .optional(),
 });
 
 /** The bootstrap layer's validated settings. */
@@ -39,6 +48,7 @@ export interface BootstrapSpec {
     readonly cryptoKey: string;
     readonly location: string;
   };
+  readonly ciMembers: readonly string[];
 }
 
 /** Validates the bootstrap layer's values, reporting every problem at once. */
@@ -50,7 +60,7 @@ export function validateBootstrapConfig(
   const result = bootstrapSchema.safeParse(raw);
   if (!result.success) problems.addZodIssues([], raw, result.error.issues);
   problems.throwIfAny(stackFile);
-  const { gcp, stateBucket, secretsKey } = result.data!;
+  const { gcp, stateBucket, secretsKey, ciMembers } = result.data!;
   return {
     gcp,
     stateBucket: {
@@ -59,6 +69,7 @@ export function validateBootstrapConfig(
       keepVersions: stateBucket.keepVersions ?? 20,
     },
     secretsKey: secretsKey && { ...secretsKey, location: secretsKey.location ?? gcp.region },
+    ciMembers: ciMembers ?? [],
   };
 }
 
@@ -75,6 +86,9 @@ export function loadBootstrapConfig(): {
       stateBucket: config.getObject<unknown>("stateBucket"),
       ...(config.get("secretsKey") !== undefined
         ? { secretsKey: config.getObject<unknown>("secretsKey") }
+        : {}),
+      ...(config.get("ciMembers") !== undefined
+        ? { ciMembers: config.getObject<unknown>("ciMembers") }
         : {}),
     },
     `bootstrap/Pulumi.${pulumi.getStack()}.yaml`,

@@ -23,7 +23,9 @@ export function runSecrets(
     throw new Error(`${RUN_SECRETS_ENV}: not JSON; it is set by the platform CLI, unset it`);
   }
   if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
-    throw new Error(`${RUN_SECRETS_ENV}: not a JSON object; it is set by the platform CLI, unset it`);
+    throw new Error(
+      `${RUN_SECRETS_ENV}: not a JSON object; it is set by the platform CLI, unset it`,
+    );
   }
   return Object.fromEntries(
     Object.entries(parsed as Record<string, unknown>).filter(

@@ -1,7 +1,4 @@
 import { strict as assert } from "node:assert";
-import * as fs from "node:fs";
-import * as os from "node:os";
-import * as path from "node:path";
 import { type BwsRunner, listBitwardenSecrets, parseSecretList } from "../../automation/bitwarden";
 import { runCli } from "../../automation/cli";
 import { CREDENTIALS, resolveCredentials } from "../../automation/credentials";
