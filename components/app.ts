@@ -29,6 +29,7 @@ export function appLayer(): AppOutputs {
     settings: spec.openbao,
     secrets,
     foundation: foundation.values,
+    stack: pulumi.getStack(),
   });
   const grafana =
     spec.grafana &&

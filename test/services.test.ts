@@ -331,6 +331,48 @@ describe("bootstrap layer", () => {
     });
   });
 
+  it("grants CI's principals object admin on the bucket and encrypter/decrypter on the secrets key", async () => {
+    const recorder = await setupRun(values(), {
+      project: "talos-platform-bootstrap",
+      stack: "shared",
+    });
+    const { bootstrapLayer } = await import("../components/bootstrap");
+    await resolveAll(bootstrapLayer());
+    await recorder.settled();
+    const ci = "serviceAccount:platform-ci@example-homelab.iam.gserviceaccount.com";
+    const [objects] = recorder.ofType("gcp:storage/bucketIAMMember:BucketIAMMember");
+    assert.deepEqual(
+      [objects.inputs.bucket, objects.inputs.role, objects.inputs.member],
+      ["example-homelab-pulumi-state", "roles/storage.objectAdmin", ci],
+    );
+    const [secrets] = recorder.ofType("gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember");
+    assert.deepEqual(
+      [secrets.inputs.role, secrets.inputs.member],
+      ["roles/cloudkms.cryptoKeyEncrypterDecrypter", ci],
+    );
+    assert.equal(
+      secrets.inputs.cryptoKeyId,
+      "projects/example-homelab/locations/europe-west3/keyRings/pulumi/cryptoKeys/state-secrets",
+    );
+  });
+
+  it("rejects a CI member that is not an IAM principal", () => {
+    assert.throws(
+      () =>
+        validateBootstrapConfig(
+          {
+            gcp: { project: "example-homelab", region: "x" },
+            stateBucket: { name: "example-state" },
+            ciMembers: ["platform-ci@example-homelab.iam.gserviceaccount.com"],
+          },
+          "bootstrap/Pulumi.shared.yaml",
+        ),
+      (e: Error) =>
+        e.message ===
+        'bootstrap/Pulumi.shared.yaml has 1 problem; nothing was created:\n  - ciMembers[0]: expected an IAM principal, e.g. serviceAccount:ci@<project>.iam.gserviceaccount.com; got "platform-ci@example-homelab.iam.gserviceaccount.com"',
+    );
+  });
+
   it("keeps its own state local: its project names no backend", () => {
     const project = parse(readFileSync(path.join(ROOT, "bootstrap", "Pulumi.yaml"), "utf8"));
     assert.equal(project.backend, undefined);

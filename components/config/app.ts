@@ -45,6 +45,8 @@ const appSchema = z.strictObject({
           policies: z.array(name).min(1),
           /** Token TTL in seconds. @default 3600 */
           ttl: duration.optional(),
+          /** The `aud` the service account's token must carry. @default "openbao" */
+          audience: z.string().min(1).optional(),
         }),
       )
       .optional(),
@@ -113,6 +115,7 @@ export interface AppSpec {
       namespaces: string[];
       policies: string[];
       ttl: number;
+      audience: string;
     }[];
     readonly ci?: {
       repository: string;
@@ -151,6 +154,17 @@ export interface AppSecrets {
 
 /** Policies OpenBao has without being declared. */
 const BUILTIN_POLICIES = new Set(["default"]);
+
+/** CI's policies, generated from the stack (components/app/ciPolicies.ts) when `ci` is set. */
+export const CI_APPLY_POLICY = "ci-apply";
+export const CI_PREVIEW_POLICY = "ci-preview";
+
+/** Placeholders a policy file may use; replaced with the stack's values. */
+export function policyPlaceholders(
+  settings: Readonly<{ kvMount: string; kubernetesAuthPath: string }>,
+): Record<string, string> {
+  return { kvMount: settings.kvMount, kubernetesAuthPath: settings.kubernetesAuthPath };
+}
 
 /** A sanity check of a policy's HCL: one `path "…" { … }` block at least, braces balanced. */
 export function policyProblem(hcl: string): string | undefined {
@@ -235,8 +249,36 @@ export function validateAppConfig(
     if (problem) problems.add(["openbao", "policies", policyName], problem);
     return problem ? [] : [{ name: policyName, hcl, source: `openbao.policies.${policyName}` }];
   });
-  const policies = [...fromFiles, ...inline];
-  const known = new Set([...BUILTIN_POLICIES, ...policies.map((p) => p.name)]);
+  const values = policyPlaceholders({
+    kvMount: openbao.kvMount ?? "secret",
+    kubernetesAuthPath: openbao.kubernetesAuthPath ?? "kubernetes",
+  });
+  const policies = [...fromFiles, ...inline].flatMap((policy) => {
+    if (policy.name === CI_APPLY_POLICY || policy.name === CI_PREVIEW_POLICY) {
+      problems.addMessage(
+        `${policy.source}: ${policy.name} is generated from the stack (exactly what CI's runs need); remove it`,
+      );
+      return [];
+    }
+    // `${kvMount}` and `${kubernetesAuthPath}` follow the stack; anything else is a typo.
+    const unknown = [...policy.hcl.matchAll(/\$\{([^}]*)\}/g)]
+      .map((m) => m[1])
+      .filter((name) => !(name in values));
+    if (unknown.length > 0) {
+      problems.addMessage(
+        `${policy.source}: unknown placeholder ${unknown.map((n) => `\${${n}}`).join(", ")}; known: \${kvMount}, \${kubernetesAuthPath}`,
+      );
+      return [];
+    }
+    return [
+      { ...policy, hcl: policy.hcl.replace(/\$\{(\w+)\}/g, (_, name: string) => values[name]) },
+    ];
+  });
+  const known = new Set([
+    ...BUILTIN_POLICIES,
+    ...(openbao.ci ? [CI_APPLY_POLICY, CI_PREVIEW_POLICY] : []),
+    ...policies.map((p) => p.name),
+  ]);
   const checkPolicies = (names: string[], key: (string | number)[]) =>
     names.forEach((policy, i) => {
       if (!known.has(policy)) {
@@ -288,7 +330,11 @@ export function validateAppConfig(
       kubernetesAuthPath: openbao.kubernetesAuthPath ?? "kubernetes",
       kvMount: openbao.kvMount ?? "secret",
       policies,
-      roles: (openbao.roles ?? []).map((role) => ({ ...role, ttl: role.ttl ?? 3600 })),
+      roles: (openbao.roles ?? []).map((role) => ({
+        ...role,
+        ttl: role.ttl ?? 3600,
+        audience: role.audience ?? "openbao",
+      })),
       ci: openbao.ci && {
         ...openbao.ci,
         branch: openbao.ci.branch ?? "main",
