@@ -204,7 +204,7 @@ describe("app layer", () => {
       environment: "staging",
     });
     assert.deepEqual(roles["ci-apply"].tokenPolicies, ["ci-apply"]);
-    for (const role of Object.values(roles)) {
+    for (const role of Object.values(roles) as Record<string, unknown>[]) {
       assert.equal(role.boundClaimsType, "glob");
       assert.deepEqual(role.boundAudiences, ["openbao"]);
     }
