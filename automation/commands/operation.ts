@@ -2,6 +2,7 @@
 // everything that can be checked without the engine first, then per layer take the lock, run the
 // engine with the progress view, and write the preview summary.
 import type { EngineEvent } from "@pulumi/pulumi/automation";
+import * as fs from "node:fs";
 import * as path from "node:path";
 import { chooseBackend, chooseSecretsProvider, resolveStackSettings, stateDir } from "../backend";
 import type { CliContext } from "../context";
@@ -26,7 +27,7 @@ import {
   resolveCredentials,
 } from "../credentials";
 import { fetchGithubIdToken, githubOidcAvailable } from "../githubOidc";
-import { removeConfigKeys } from "../stackFile";
+import { keepLayout, removeConfigKeys } from "../stackFile";
 import type { StackOperations } from "../workspace";
 import { assertPreflight, preflightForUp } from "../dayTwo/preflight";
 import { acquireStackLock } from "../lock";
@@ -176,12 +177,17 @@ function noteNewDataKey(
   layer: Layer,
   env: string,
   keyBefore: string | undefined,
+  textBefore: string,
 ): void {
+  const file = readStackFile(layer, env).path;
+  // The engine re-serialises the whole file to add its keys; keep the operator's comments.
+  const layout = keepLayout(file, textBefore);
   const after = readStackFile(layer, env);
   if (after.encryptedKey === undefined || after.encryptedKey === keyBefore) return;
   ctx.stderr.write(
     `note: the engine wrote the data key of ${after.secretsProvider ?? "the secrets provider"} (encryptedkey) into ` +
-      `${path.relative(ctx.repoRoot, after.path)}: commit it, so every checkout and CI keep using this key.\n`,
+      `${path.relative(ctx.repoRoot, after.path)}: commit it, so every checkout and CI keep using this key.` +
+      `${layout === "rewritten" ? " The engine rewrote the file (its comments are gone): the file changed during the run." : ""}\n`,
   );
 }
 
@@ -267,7 +273,8 @@ async function runOnLayer(
       `secrets ${settings.secrets.provider} (${settings.secrets.source}), Pulumi CLI ${cliVersion}\n`,
   );
   const stopTicker = live ? ctx.startTicker?.(() => renderer.redraw()) : undefined;
-  const keyBefore = readStackFile(layer, env).encryptedKey;
+  const stackFileBefore = readStackFile(layer, env);
+  const textBefore = fs.readFileSync(stackFileBefore.path, "utf8");
   let failure: Error | undefined;
   let missingStack = false;
   let skipped: string | undefined;
@@ -334,7 +341,7 @@ async function runOnLayer(
       return;
     }
     renderer.finish({ ok: failure === undefined, cancelled: ctx.signal?.aborted === true });
-    noteNewDataKey(ctx, layer, env, keyBefore);
+    noteNewDataKey(ctx, layer, env, stackFileBefore.encryptedKey, textBefore);
     if (summaryFile && operation === "preview") {
       // A failed preview still gets its section: the pull request shows why it failed.
       writeSummarySection(

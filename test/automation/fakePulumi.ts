@@ -32,7 +32,8 @@ export const FAKE_ENCRYPTED_KEY = "CiQAfakeDataKeyWrappedByKms==";
 const SCRIPT = String.raw`
 const fs = require("node:fs");
 const path = require("node:path");
-const [logFile, stacksDir, recorded] = __SETUP__;
+const [logFile, stacksDir, recorded, yamlModule] = __SETUP__;
+const YAML = require(yamlModule);
 const args = process.argv.slice(2);
 const flag = (name) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : undefined; };
 const stack = flag("--stack") ?? (args[0] === "stack" && args[1] === "init" ? args[2] : undefined);
@@ -43,13 +44,18 @@ fs.appendFileSync(logFile, JSON.stringify({
   args, cwd: process.cwd(), env,
   stackFile: stackFile && fs.existsSync(stackFile) ? fs.readFileSync(stackFile, "utf8") : undefined,
 }) + "\n");
-/** What the engine does for a stack file naming a KMS provider without a data key: mint and save one. */
+/**
+ * What the engine does for a stack file naming a KMS provider without a data key: mint one and save
+ * the stack file, serialised again from its parsed form (comments and layout lost).
+ */
 function saveDataKey(provider) {
-  const text = fs.existsSync(stackFile) ? fs.readFileSync(stackFile, "utf8") : "";
-  const kms = provider ?? (/^secretsprovider: (\S+)$/m.exec(text) || [])[1];
-  if (!kms || !/kms:\/\//.test(kms) || /^encryptedkey:/m.test(text)) return;
-  const head = /^secretsprovider:/m.test(text) ? "" : "secretsprovider: " + kms + "\n";
-  fs.writeFileSync(stackFile, head + text + "encryptedkey: ${FAKE_ENCRYPTED_KEY}\n");
+  const stack = (fs.existsSync(stackFile) ? YAML.parse(fs.readFileSync(stackFile, "utf8")) : null) ?? {};
+  const kms = provider ?? stack.secretsprovider;
+  if (!kms || !/kms:\/\//.test(kms) || stack.encryptedkey) return;
+  const saved = { secretsprovider: kms, encryptedkey: "${FAKE_ENCRYPTED_KEY}", ...stack };
+  saved.secretsprovider = kms;
+  saved.encryptedkey = "${FAKE_ENCRYPTED_KEY}";
+  fs.writeFileSync(stackFile, YAML.stringify(saved));
 }
 function events(isPreview) {
   const log = flag("--event-log");
@@ -97,7 +103,10 @@ export class FakePulumi {
     const script = path.join(this.dir, "fake-pulumi.js");
     fs.writeFileSync(
       script,
-      SCRIPT.replace("__SETUP__", JSON.stringify([this.logFile, stacksDir, RECORDED_ENV])),
+      SCRIPT.replace(
+        "__SETUP__",
+        JSON.stringify([this.logFile, stacksDir, RECORDED_ENV, require.resolve("yaml")]),
+      ),
     );
     // PulumiCommand.get({ root }) runs <root>/bin/pulumi.
     fs.mkdirSync(path.join(this.dir, "bin"));

@@ -4,7 +4,8 @@ import { createRequire } from "node:module";
 import * as os from "node:os";
 import * as path from "node:path";
 import { UserError } from "../../automation/errors";
-import { isKmsSecretsProvider, removeConfigKeys } from "../../automation/stackFile";
+import { isKmsSecretsProvider, keepLayout, removeConfigKeys } from "../../automation/stackFile";
+import { parse, stringify } from "yaml";
 
 const LEFT = [
   "# prod: the operator's comments stay",
@@ -64,6 +65,27 @@ describe("cleaning a stack file", () => {
     }
     assert.equal(fs.readFileSync(file, "utf8"), `${LEFT}  talos-platform:new: 1\n`);
     assert.deepEqual(fs.readdirSync(dir), ["Pulumi.prod.yaml"], "no temporary file left");
+  });
+
+  it("puts the operator's layout back when the engine re-serialised the file only to add its keys", () => {
+    const before = LEFT.replace("encryptedkey: CiQAkey==\n", "");
+    fs.writeFileSync(file, before);
+    // What workspace.ProjectStack.Save writes: the parsed file, comments gone, plus the key.
+    fs.writeFileSync(file, stringify({ ...parse(before), encryptedkey: "CiQAnew==" }));
+    assert.equal(keepLayout(file, before), "kept");
+    assert.equal(
+      fs.readFileSync(file, "utf8"),
+      before.replace(/^(secretsprovider: .*\n)/m, "$1encryptedkey: CiQAnew==\n"),
+    );
+    assert.equal(keepLayout(file, fs.readFileSync(file, "utf8")), "unchanged");
+  });
+
+  it("leaves the engine's file alone when anything else changed during the run", () => {
+    const before = fs.readFileSync(file, "utf8");
+    const engine = stringify({ ...parse(before), config: { "talos-platform:dns": { zone: "x" } } });
+    fs.writeFileSync(file, engine);
+    assert.equal(keepLayout(file, before), "rewritten");
+    assert.equal(fs.readFileSync(file, "utf8"), engine);
   });
 
   it("knows which secrets providers keep a data key in encryptedkey", () => {
