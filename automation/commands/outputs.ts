@@ -4,6 +4,8 @@ import type { OutputMap } from "@pulumi/pulumi/automation";
 import * as path from "node:path";
 import { stringify } from "yaml";
 import { resolveStackSettings } from "../backend";
+import { execBws, listBitwardenSecrets } from "../bitwarden";
+import { engineCredentials } from "../credentials";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError, translateEngineError } from "../errors";
 import { writePrivateFile } from "../files";
@@ -41,10 +43,13 @@ async function openForReading(
     repoRoot: ctx.repoRoot,
     mayCreate: false,
   });
+  // A GCP key kept in Bitwarden must reach the engine too: gs:// and gcpkms:// read
+  // GOOGLE_CREDENTIALS.
+  const bitwarden = await listBitwardenSecrets(ctx.env, ctx.bws ?? execBws);
   const stack = await ctx.workspaces.openStack({
     workDir: layer.dir,
     stackName: request.env,
-    envVars: settings.envVars,
+    envVars: { ...settings.envVars, ...engineCredentials(ctx.env, bitwarden) },
     secretsProvider: settings.secrets.provider,
     create: false,
   });

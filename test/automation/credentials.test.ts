@@ -214,6 +214,33 @@ describe("credentials", () => {
       assert.doesNotMatch(printed, /FAKE-SECRET/);
     });
 
+    it("hands a GCP key from Bitwarden to the engine (gs://, gcpkms://) for operations and outputs alike", async () => {
+      const repo = makeRepo({
+        foundation: { project: "talos-platform", stacks: { staging: "config: {}\n" } },
+      });
+      const bws = fakeBws({ "gcp-credentials": '{"private_key":"FAKE-SECRET"}' });
+      for (const args of [
+        ["preview", "staging"],
+        ["outputs", "staging"],
+      ]) {
+        const ctx = testContext({ repoRoot: repo, env: { BWS_ACCESS_TOKEN: "0.t" }, bws });
+        assert.equal(await runCli(args, ctx), ExitCode.ok, args[0]);
+        const [open] = ctx.workspaces.callsOf("openStack");
+        assert.equal(open.request.envVars.GOOGLE_CREDENTIALS, '{"private_key":"FAKE-SECRET"}');
+      }
+      // A key already in the environment is inherited by the engine as it is.
+      const fromEnv = testContext({
+        repoRoot: repo,
+        env: { BWS_ACCESS_TOKEN: "0.t", GOOGLE_CREDENTIALS: "{}" },
+        bws,
+      });
+      await runCli(["preview", "staging"], fromEnv);
+      assert.equal(
+        fromEnv.workspaces.callsOf("openStack")[0].request.envVars.GOOGLE_CREDENTIALS,
+        undefined,
+      );
+    });
+
     it("refuses before any engine work when a required credential is missing", async () => {
       const repo = makeRepo({
         foundation: { project: "talos-platform", stacks: { staging: NEEDY_STACK } },
