@@ -334,7 +334,12 @@ describe("app layer", () => {
 });
 
 describe("app layer validation", () => {
-  const base = () => readStackFile("staging", "app", PROJECT) as any;
+  // The program reads foundationStack, openbao and grafana; `backend` is the CLI's (automation/backend.ts).
+  const base = () => {
+    const { backend, ...values } = readStackFile("staging", "app", PROJECT) as any;
+    assert.match(backend, /^gs:\/\//);
+    return values;
+  };
   const problemsOf = (
     change: (v: any) => void,
     secrets = new Set(["openbaoToken", "grafanaAuth"]),
