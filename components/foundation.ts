@@ -19,6 +19,8 @@ export interface FoundationOutputs {
   readonly nodes: pulumi.Output<{ controlplane: AddressesByName; worker: AddressesByName }>;
   readonly talosVersion: string;
   readonly kubernetesVersion: string;
+  /** The config contract the machine configs were generated for: `up` compares the next one with it. */
+  readonly configContract: string;
   /** Hash of the config applied to each pushed node, by node name. */
   readonly configHashes: pulumi.Output<Record<string, string>>;
   /** Each node's machine config as generated (secret), by node name: drift checks compare nodes to it. */
@@ -112,6 +114,7 @@ export function foundation(): FoundationOutputs {
       .apply(([controlplane, worker]) => ({ controlplane, worker })),
     talosVersion: spec.cluster.talosVersion,
     kubernetesVersion: spec.cluster.kubernetesVersion,
+    configContract: spec.cluster.configContract,
     configHashes: cluster.configHashes,
     machineConfigurations: cluster.machineConfigurations,
     installerImages: cluster.installerImages,

@@ -340,6 +340,11 @@ describe("TalosCluster on Proxmox and bare metal", () => {
       ]);
     });
 
+    it("exports the config contract the configs were generated for (up compares the next one with it)", () => {
+      assert.equal(resolved.configContract, "v1.13.9");
+      assert.equal(configFor("cp-1").inputs.talosVersion, resolved.configContract);
+    });
+
     it("parents every resource under the cluster component", () => {
       const cluster = recorder.named("demo");
       const byUrn = new Map(recorder.resources.map((r) => [r.urn, r]));

@@ -4,7 +4,7 @@
 import type { EngineEvent } from "@pulumi/pulumi/automation";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { chooseBackend, chooseSecretsProvider, resolveStackSettings, stateDir } from "../backend";
+import { chooseBackend, chooseSecretsProvider, resolveStackSettings } from "../backend";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, isStackNotFound, translateEngineError } from "../errors";
 import { type Operation, checkCiState, checkGuards, isCi } from "../guards";
@@ -29,10 +29,14 @@ import {
 import { fetchGithubIdToken, githubOidcAvailable } from "../githubOidc";
 import { keepLayout, removeConfigKeys } from "../stackFile";
 import type { StackOperations } from "../workspace";
-import { assertPreflight, preflightForUp } from "../dayTwo/preflight";
-import { acquireStackLock } from "../lock";
+import { assertPreflight } from "../dayTwo/preflight";
+import { upPreflight } from "../dayTwo/upPreflight";
+import { acquireStackLock, locksDir } from "../lock";
 import { ProgressRenderer } from "../progress";
 import { previewSection, readSummaryFile, skippedSection, writeSummarySection } from "../summary";
+
+// The lock folder lives with the lock (the day-two commands take the same locks); re-exported.
+export { locksDir } from "../lock";
 
 /** One preview/up/refresh/destroy as the operator asked for it. */
 export interface OperationRequest {
@@ -49,11 +53,6 @@ export interface OperationRequest {
   readonly skipMissingLayer: boolean;
   /** The command line, recorded in the lock so a refused run can say who holds it. */
   readonly commandLine: string;
-}
-
-/** The folder of the CLI's per-stack lock files. */
-export function locksDir(repoRoot: string): string {
-  return path.join(stateDir(repoRoot), "locks");
 }
 
 /** Runs an engine operation; resolves to the exit code, rejects with a translated error. */
@@ -302,12 +301,9 @@ async function runOnLayer(
         ...(ctx.signal ? { signal: ctx.signal } : {}),
       };
       if (operation === "up" && layer.name === "foundation") {
-        // The config part of preflight: version steps the stack file asks for, before any change.
-        const deployed = await stack.outputs();
-        const report = preflightForUp(
-          readStackFile(layer, env),
-          Object.keys(deployed).length > 0 ? deployed : undefined,
-        );
+        // Before any change: the version steps the stack file asks for, the config contract against
+        // the nodes, and etcd bootstrapped only once (automation/dayTwo/upPreflight.ts).
+        const report = await upPreflight(ctx, { stack, stackFile: readStackFile(layer, env), env });
         for (const note of report.notes) ctx.stderr.write(`note: ${note}\n`);
         assertPreflight(target, report);
       }

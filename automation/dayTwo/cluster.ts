@@ -6,10 +6,10 @@
 import type { OutputMap } from "@pulumi/pulumi/automation";
 import * as path from "node:path";
 import { z } from "zod";
-import { readOutputs } from "../commands/outputs";
 import type { CliContext } from "../context";
 import { UserError } from "../errors";
 import { readStackFile, requireEnvironment, resolveLayer } from "../layers";
+import { readOutputs } from "../stackOutputs";
 
 /** A node's role. */
 export type Role = "controlplane" | "worker";

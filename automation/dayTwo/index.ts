@@ -17,4 +17,5 @@ export * from "./talosClient";
 export * from "./talosctl";
 export * from "./talosctlOutput";
 export * from "./talosUpgrade";
+export * from "./upPreflight";
 export * from "./upgradePath";
