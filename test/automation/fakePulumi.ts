@@ -80,6 +80,10 @@ if (args[0] === "stack" && args[1] === "init") {
 }
 if (args[0] === "stack" && args[1] === "history") { process.stdout.write("[]\n"); process.exit(0); }
 if (args[0] === "stack" && args[1] === "output") { process.stdout.write("{}\n"); process.exit(0); }
+if (args[0] === "stack" && args[1] === "export") {
+  process.stdout.write(JSON.stringify({ version: 3, deployment: { manifest: {}, resources: [] } }) + "\n");
+  process.exit(0);
+}
 if (["up", "preview", "refresh", "destroy"].includes(args[0])) {
   saveDataKey(undefined);
   events(args[0] === "preview");
