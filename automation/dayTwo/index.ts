@@ -11,6 +11,8 @@ export * from "./kubernetesUpgrade";
 export * from "./preflight";
 export * from "./preflightCommand";
 export * from "./replaceNode";
+export * from "./rollout";
+export * from "./rolloutClient";
 export * from "./snapshots";
 export * from "./stackFile";
 export * from "./talosClient";

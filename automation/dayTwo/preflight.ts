@@ -8,7 +8,7 @@ import { compareMinor, minorOf, parseVersion } from "../../components/talos/vers
 import { ExitCode, UserError, formatProblem } from "../errors";
 import type { StackFile } from "../layers";
 import type { ClusterNode, DeployedCluster } from "./cluster";
-import { controlPlanes } from "./cluster";
+import { controlPlanes, healthAddress } from "./cluster";
 import type { EtcdMember, TalosClient } from "./talosClient";
 import { imageTag } from "./talosctlOutput";
 import {
@@ -299,8 +299,8 @@ export async function observeCluster(
     try {
       await client.health({
         via: answering[0].address,
-        controlPlanes: cps.map((cp) => cp.address),
-        workers: cluster.nodes.filter((n) => n.role === "worker").map((n) => n.address),
+        controlPlanes: cps.map(healthAddress),
+        workers: cluster.nodes.filter((n) => n.role === "worker").map(healthAddress),
         timeoutMs: options.healthTimeoutMs ?? PREFLIGHT_HEALTH_TIMEOUT_MS,
       });
       health = { ok: true, detail: "talosctl health passed" };

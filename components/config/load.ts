@@ -17,6 +17,10 @@ export interface PlatformSecrets {
   readonly ociPrivateKey?: pulumi.Output<string>;
   /** An OpenStack application credential secret; else clouds.yaml or the OS_* variables. */
   readonly openstackApplicationCredentialSecret?: pulumi.Output<string>;
+  /** The private key (PEM) the Proxmox provider logs into the hosts with (proxmox.ssh without the agent). */
+  readonly proxmoxSshPrivateKey?: pulumi.Output<string>;
+  /** An existing service-account key (JSON) for OpenBao's unseal (openbao.credentials: existingKey). */
+  readonly gcpUnsealCredentials?: pulumi.Output<string>;
 }
 
 /** The secret keys the foundation program reads (the CLI resolves the same ones). */
@@ -26,6 +30,8 @@ export const FOUNDATION_SECRET_KEYS = [
   "gcpCredentials",
   "ociPrivateKey",
   "openstackApplicationCredentialSecret",
+  "proxmoxSshPrivateKey",
+  "gcpUnsealCredentials",
 ] as const;
 
 /** Which of the program's secret keys the run or the stack sets, without reading their values. */
@@ -69,6 +75,8 @@ export function loadPlatformConfig(): LoadedConfig {
         config,
         "openstackApplicationCredentialSecret",
       ),
+      proxmoxSshPrivateKey: config.getSecret("proxmoxSshPrivateKey"),
+      gcpUnsealCredentials: config.getSecret("gcpUnsealCredentials"),
     },
   };
 }

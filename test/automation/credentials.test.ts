@@ -126,6 +126,8 @@ describe("credentials", () => {
           "openstack-application-credential-secret",
           "OS_APPLICATION_CREDENTIAL_SECRET",
         ],
+        ["proxmoxSshPrivateKey", "proxmox-ssh-private-key", "PROXMOX_VE_SSH_PRIVATE_KEY"],
+        ["gcpUnsealCredentials", "gcp-unseal-credentials", "GCP_UNSEAL_CREDENTIALS"],
       ],
     );
     assert.ok(
