@@ -75,8 +75,8 @@ export function loadPlatformConfig(): LoadedConfig {
         config,
         "openstackApplicationCredentialSecret",
       ),
-      proxmoxSshPrivateKey: config.getSecret("proxmoxSshPrivateKey"),
-      gcpUnsealCredentials: config.getSecret("gcpUnsealCredentials"),
+      proxmoxSshPrivateKey: getCredential(config, "proxmoxSshPrivateKey"),
+      gcpUnsealCredentials: getCredential(config, "gcpUnsealCredentials"),
     },
   };
 }

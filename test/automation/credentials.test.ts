@@ -1,4 +1,6 @@
 import { strict as assert } from "node:assert";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { type BwsRunner, listBitwardenSecrets, parseSecretList } from "../../automation/bitwarden";
 import { runCli } from "../../automation/cli";
 import { CREDENTIALS, resolveCredentials } from "../../automation/credentials";
@@ -6,7 +8,7 @@ import { APP_SECRET_KEYS } from "../../components/config/app";
 import { FOUNDATION_SECRET_KEYS } from "../../components/config/load";
 import { ExitCode, UserError } from "../../automation/errors";
 import { resolveLayer, readStackFile } from "../../automation/layers";
-import { cleanupRepos, makeRepo, testContext } from "./helpers";
+import { ROOT, cleanupRepos, makeRepo, testContext } from "./helpers";
 
 /** A foundation stack that needs the Proxmox token and the Flux deploy key. */
 const NEEDY_STACK = [
@@ -111,6 +113,24 @@ describe("credentials", () => {
       CREDENTIALS.app.map((c) => c.configKey),
       [...APP_SECRET_KEYS],
     );
+  });
+
+  it("has the programs read every credential through getCredential, so the run's values reach them", () => {
+    const dir = path.join(ROOT, "components", "config");
+    const sources = fs
+      .readdirSync(dir)
+      .filter((f) => f.endsWith(".ts") && f !== "runSecrets.ts")
+      .map((f) => fs.readFileSync(path.join(dir, f), "utf8"))
+      .join("\n");
+    // A plain getSecret would miss what the CLI hands over in the engine's environment.
+    assert.doesNotMatch(sources, /\.getSecret\(/);
+    for (const credential of Object.values(CREDENTIALS).flat()) {
+      assert.match(
+        sources,
+        new RegExp(`getCredential\\(\\s*config,\\s*"${credential.configKey}"`),
+        credential.configKey,
+      );
+    }
   });
 
   it("declares the foundation's credentials, none of them from OpenBao", () => {
