@@ -32,6 +32,7 @@ export async function appLayer(): Promise<AppOutputs> {
     settings: spec.openbao,
     secrets,
     foundation,
+    stack: pulumi.getStack(),
   });
   const grafana =
     spec.grafana &&

@@ -10,6 +10,7 @@ import { CLI_KEYS } from "./keys";
 import { PARSE_OPTIONS } from "./messages";
 import { Problems, propertyNames } from "./problems";
 import { runtimeStackValues } from "./stackValues";
+import { getCredential } from "./runSecrets";
 
 /** The app project's folder (policy and dashboard paths are relative to it). */
 export const APP_DIR = path.resolve(__dirname, "..", "..", "app");
@@ -48,6 +49,8 @@ const appSchema = z.strictObject({
           policies: z.array(name).min(1),
           /** Token TTL in seconds. @default 3600 */
           ttl: duration.optional(),
+          /** The `aud` the service account's token must carry. @default "openbao" */
+          audience: z.string().min(1).optional(),
         }),
       )
       .optional(),
@@ -116,6 +119,7 @@ export interface AppSpec {
       namespaces: string[];
       policies: string[];
       ttl: number;
+      audience: string;
     }[];
     readonly ci?: {
       repository: string;
@@ -154,6 +158,17 @@ export interface AppSecrets {
 
 /** Policies OpenBao has without being declared. */
 const BUILTIN_POLICIES = new Set(["default"]);
+
+/** CI's policies, generated from the stack (components/app/ciPolicies.ts) when `ci` is set. */
+export const CI_APPLY_POLICY = "ci-apply";
+export const CI_PREVIEW_POLICY = "ci-preview";
+
+/** Placeholders a policy file may use; replaced with the stack's values. */
+export function policyPlaceholders(
+  settings: Readonly<{ kvMount: string; kubernetesAuthPath: string }>,
+): Record<string, string> {
+  return { kvMount: settings.kvMount, kubernetesAuthPath: settings.kubernetesAuthPath };
+}
 
 /** A sanity check of a policy's HCL: one `path "…" { … }` block at least, braces balanced. */
 export function policyProblem(hcl: string): string | undefined {
@@ -337,8 +352,40 @@ export function validateAppConfig(
     if (problem) problems.add(["openbao", "policies", policyName], problem);
     return problem ? [] : [{ name: policyName, hcl, source: `openbao.policies.${policyName}` }];
   });
-  const policies = [...fromFiles, ...inlinePolicies];
-  const known = new Set([...BUILTIN_POLICIES, ...policies.map((p) => p.name)]);
+  // `${kvMount}` and `${kubernetesAuthPath}` in policies follow the stack (defaults when unset).
+  const openbaoRaw = isMapping(raw.openbao) ? raw.openbao : {};
+  const text = (value: unknown, fallback: string) =>
+    typeof value === "string" && value !== "" ? value : fallback;
+  const values = policyPlaceholders({
+    kvMount: text(openbaoRaw.kvMount, "secret"),
+    kubernetesAuthPath: text(openbaoRaw.kubernetesAuthPath, "kubernetes"),
+  });
+  const policies = [...fromFiles, ...inlinePolicies].flatMap((policy) => {
+    if (policy.name === CI_APPLY_POLICY || policy.name === CI_PREVIEW_POLICY) {
+      problems.addMessage(
+        `${policy.source}: ${policy.name} is generated from the stack (exactly what CI's runs need); remove it`,
+      );
+      return [];
+    }
+    // Anything but the known placeholders is a typo.
+    const unknown = [...policy.hcl.matchAll(/\$\{([^}]*)\}/g)]
+      .map((m) => m[1])
+      .filter((name) => !(name in values));
+    if (unknown.length > 0) {
+      problems.addMessage(
+        `${policy.source}: unknown placeholder ${unknown.map((n) => `\${${n}}`).join(", ")}; known: \${kvMount}, \${kubernetesAuthPath}`,
+      );
+      return [];
+    }
+    return [
+      { ...policy, hcl: policy.hcl.replace(/\$\{(\w+)\}/g, (_, name: string) => values[name]) },
+    ];
+  });
+  const known = new Set([
+    ...BUILTIN_POLICIES,
+    ...(openbaoRaw.ci !== undefined ? [CI_APPLY_POLICY, CI_PREVIEW_POLICY] : []),
+    ...policies.map((p) => p.name),
+  ]);
   // With the policy folder unreadable the known names are incomplete; naming misses would mislead.
   if (policyDir !== undefined) {
     for (const { names, key } of references) {
@@ -392,7 +439,11 @@ export function validateAppConfig(
       kubernetesAuthPath: openbao.kubernetesAuthPath ?? "kubernetes",
       kvMount: openbao.kvMount ?? "secret",
       policies,
-      roles: (openbao.roles ?? []).map((role) => ({ ...role, ttl: role.ttl ?? 3600 })),
+      roles: (openbao.roles ?? []).map((role) => ({
+        ...role,
+        ttl: role.ttl ?? 3600,
+        audience: role.audience ?? "openbao",
+      })),
       ci: openbao.ci && {
         ...openbao.ci,
         branch: openbao.ci.branch ?? "main",
@@ -422,14 +473,14 @@ export function loadAppConfig(): { spec: AppSpec; secrets: AppSecrets } {
   return {
     spec,
     secrets: {
-      openbaoToken: config.getSecret("openbaoToken"),
-      openbaoJwt: config.getSecret("openbaoJwt"),
+      openbaoToken: getCredential(config, "openbaoToken"),
+      openbaoJwt: getCredential(config, "openbaoJwt"),
       // Only the main branch may apply; GitHub Actions sets GITHUB_REF for every job.
       openbaoJwtRole:
         process.env.GITHUB_REF === `refs/heads/${spec.openbao.ci?.branch ?? "main"}`
           ? "ci-apply"
           : "ci-preview",
-      grafanaAuth: config.getSecret("grafanaAuth"),
+      grafanaAuth: getCredential(config, "grafanaAuth"),
     },
   };
 }

@@ -6,6 +6,7 @@ import { CLI_KEYS } from "./keys";
 import { PARSE_OPTIONS } from "./messages";
 import { Problems, propertyNames } from "./problems";
 import { runtimeStackValues } from "./stackValues";
+import { getCredential } from "./runSecrets";
 import { gcpSchema } from "./schema";
 
 const kmsName = z
@@ -27,6 +28,15 @@ const bootstrapSchema = z.strictObject({
   secretsKey: z
     .strictObject({ keyRing: kmsName, cryptoKey: kmsName, location: z.string().min(1).optional() })
     .optional(),
+  /** CI's principals: object admin on the bucket, encrypter/decrypter on the secrets key. */
+  ciMembers: z
+    .array(
+      z.string().regex(/^(serviceAccount|user|group|principal|principalSet):\S+$/, {
+        error:
+          "expected an IAM principal, e.g. serviceAccount:ci@<project>.iam.gserviceaccount.com",
+      }),
+    )
+    .optional(),
 });
 
 /** The bootstrap layer's validated settings. */
@@ -42,6 +52,7 @@ export interface BootstrapSpec {
     readonly cryptoKey: string;
     readonly location: string;
   };
+  readonly ciMembers: readonly string[];
 }
 
 /** Every key the bootstrap layer's sections know, for "did you mean". */
@@ -60,6 +71,7 @@ export const BOOTSTRAP_KEYS: readonly string[] = [
   "gcp",
   "stateBucket",
   "secretsKey",
+  "ciMembers",
   ...BOOTSTRAP_SECRET_KEYS,
   ...CLI_KEYS,
 ];
@@ -79,7 +91,9 @@ export function validateBootstrapConfig(
   checkTopLevelKeys(project, presentKeys, BOOTSTRAP_KEYS, problems);
   checkPlainTextCredentials(BOOTSTRAP_SECRET_KEYS, presentKeys, secretKeys, stackFile, problems);
   const settings = Object.fromEntries(
-    Object.entries(raw).filter(([key]) => ["gcp", "stateBucket", "secretsKey"].includes(key)),
+    Object.entries(raw).filter(([key]) =>
+      ["gcp", "stateBucket", "secretsKey", "ciMembers"].includes(key),
+    ),
   );
   const result = bootstrapSchema.safeParse(settings, PARSE_OPTIONS);
   if (!result.success) {
@@ -92,7 +106,7 @@ export function validateBootstrapConfig(
     );
   }
   problems.throwIfAny(stackFile);
-  const { gcp, stateBucket, secretsKey } = result.data!;
+  const { gcp, stateBucket, secretsKey, ciMembers } = result.data!;
   return {
     gcp,
     stateBucket: {
@@ -101,6 +115,7 @@ export function validateBootstrapConfig(
       keepVersions: stateBucket.keepVersions ?? 20,
     },
     secretsKey: secretsKey && { ...secretsKey, location: secretsKey.location ?? gcp.region },
+    ciMembers: ciMembers ?? [],
   };
 }
 
@@ -118,5 +133,5 @@ export function loadBootstrapConfig(): {
     secretKeys,
     pulumi.getProject(),
   );
-  return { spec, gcpCredentials: config.getSecret("gcpCredentials") };
+  return { spec, gcpCredentials: getCredential(config, "gcpCredentials") };
 }

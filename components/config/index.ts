@@ -9,3 +9,5 @@ export * from "./keys";
 export * from "./stackValues";
 export * from "./messages";
 export * from "./checks";
+export * from "./runSecrets";
+export * from "./runSecretsEnv";

@@ -1,6 +1,7 @@
 // The only module that reads pulumi.Config: it hands the stack's values to validation and returns
 // typed settings, or throws before any resource is registered.
 import * as pulumi from "@pulumi/pulumi";
+import { getCredential } from "./runSecrets";
 import { runtimeStackValues } from "./stackValues";
 import type { PlatformSpec } from "./types";
 import { validatePlatformConfig } from "./validate";
@@ -42,15 +43,16 @@ export function loadPlatformConfig(): LoadedConfig {
   return {
     spec,
     secrets: {
-      proxmoxApiToken: config.getSecret("proxmoxApiToken"),
-      fluxDeployKey: config.getSecret("fluxDeployKey"),
-      gcpCredentials: config.getSecret("gcpCredentials"),
-      ociPrivateKey: config.getSecret("ociPrivateKey"),
-      openstackApplicationCredentialSecret: config.getSecret(
+      proxmoxApiToken: getCredential(config, "proxmoxApiToken"),
+      fluxDeployKey: getCredential(config, "fluxDeployKey"),
+      gcpCredentials: getCredential(config, "gcpCredentials"),
+      ociPrivateKey: getCredential(config, "ociPrivateKey"),
+      openstackApplicationCredentialSecret: getCredential(
+        config,
         "openstackApplicationCredentialSecret",
       ),
-      proxmoxSshPrivateKey: config.getSecret("proxmoxSshPrivateKey"),
-      gcpUnsealCredentials: config.getSecret("gcpUnsealCredentials"),
+      proxmoxSshPrivateKey: getCredential(config, "proxmoxSshPrivateKey"),
+      gcpUnsealCredentials: getCredential(config, "gcpUnsealCredentials"),
     },
   };
 }

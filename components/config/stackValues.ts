@@ -3,6 +3,7 @@
 // Pulumi runtime (the program under the engine) and a stack file read from disk (the offline
 // `validate` command), where a secret is a `secure:` value. Secret values are never read.
 import * as pulumi from "@pulumi/pulumi";
+import { runSecrets } from "./runSecretsEnv";
 
 /** One namespace's keys, without the `project:` prefix. */
 export interface StackValues {
@@ -56,6 +57,15 @@ export function runtimeStackValues(project = pulumi.getProject()): StackValues {
     presentKeys.add(key);
     if (isSecretConfigKey(fullKey)) secretKeys.add(key);
     else values[key] = decodeConfigValue(text);
+  }
+  // Credentials the CLI hands over for the run (never in the stack file) are secrets too; a key the
+  // stack file also holds in plain text stays plain, so that check still refuses it.
+  for (const fullKey of Object.keys(runSecrets())) {
+    if (!fullKey.startsWith(prefix)) continue;
+    const key = fullKey.slice(prefix.length);
+    if (presentKeys.has(key)) continue;
+    presentKeys.add(key);
+    secretKeys.add(key);
   }
   return { values, presentKeys, secretKeys };
 }
