@@ -3,6 +3,7 @@
 import type { Env } from "./backend";
 import type { BwsRunner } from "./bitwarden";
 import type { ValidateStack } from "./readiness";
+import type { FetchJson } from "./githubOidc";
 import type { TextSink } from "./progress";
 import type { WorkspaceFactory } from "./workspace";
 
@@ -38,6 +39,8 @@ export interface CliContext {
    * (tests of engine runs, whose stack files are placeholders, pass one that finds nothing)
    */
   readonly validateStack?: ValidateStack;
+  /** Fetches GitHub's OIDC token (injectable for tests). @default Node's fetch */
+  readonly fetchJson?: FetchJson;
   /** Random bytes for the generated passphrase (injectable for tests). */
   readonly random?: (size: number) => Buffer;
 }

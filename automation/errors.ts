@@ -139,6 +139,14 @@ function isAutomationError(error: unknown, name: string): boolean {
   return isCommandError(error) && (error as Error).name === name;
 }
 
+/** Whether the Automation API refused to select a stack because the backend does not have it. */
+export function isStackNotFound(error: unknown): boolean {
+  return (
+    isAutomationError(error, "StackNotFoundError") ||
+    /no stack named .* found/.test(commandStderr(error))
+  );
+}
+
 /** What the CLI knows about the operation an engine error came from. */
 export interface EngineErrorContext {
   /** `foundation/staging` */
@@ -172,7 +180,7 @@ export function translateEngineError(error: unknown, context: EngineErrorContext
       ExitCode.locked,
     );
   }
-  if (isAutomationError(error, "StackNotFoundError") || /no stack named .* found/.test(stderr)) {
+  if (isStackNotFound(error)) {
     return new UserError({
       what: context.target,
       problem: "the stack does not exist in the backend yet",

@@ -10,13 +10,14 @@ import type { CliProbe } from "./cliProbe";
 import {
   CREDENTIALS,
   type Credential,
-  type FoundCredentials,
+  type ResolvedCredentials,
   credentialPlaces,
   findCredentials,
 } from "./credentials";
 import { ExitCode, type ExitCodeValue, UserError } from "./errors";
 import { type Layer, type StackFile, readStackFile } from "./layers";
-import { configProblems, projectValues } from "./stackValidation";
+import { stackFileValues } from "../components/config/stackValues";
+import type { configProblems } from "./stackValidation";
 
 /** Checks a layer's stack values, as {@link configProblems} does (injectable for tests). */
 export type ValidateStack = typeof configProblems;
@@ -38,7 +39,7 @@ export interface StackCheck {
   /** What is fine but worth knowing: the credentials found and their sources. */
   readonly notes: readonly string[];
   /** The credentials found for the run (empty when the file could not be read). */
-  readonly credentials: Pick<FoundCredentials, "secretConfig" | "sources">;
+  readonly credentials: ResolvedCredentials;
 }
 
 /** Whether an executable is on the PATH of `env`. */
@@ -68,6 +69,8 @@ export function checkStack(input: {
   readonly processEnv: Env;
   readonly bitwarden: BitwardenListing;
   readonly validate: ValidateStack;
+  /** Secret keys the run adds right before the engine starts (CI's OIDC token for OpenBao). */
+  readonly runKeys?: readonly string[];
 }): StackCheck {
   const { repoRoot, layer, env, processEnv } = input;
   const base = {
@@ -84,7 +87,7 @@ export function checkStack(input: {
       ...base,
       problems: [error.message],
       notes: [],
-      credentials: { secretConfig: {}, sources: {} },
+      credentials: { runSecrets: {}, sources: {}, engineEnv: {}, leftInStackFile: [] },
     };
   }
   const shown = path.relative(repoRoot, stackFile.path);
@@ -100,13 +103,26 @@ export function checkStack(input: {
   const missing = bitwardenSet ? [] : found.missing;
   const unverified = bitwardenSet ? found.missing : [];
 
-  const { values, secretKeys } = projectValues(stackFile.config, layer.project);
-  const programSecrets = new Set([...secretKeys, ...Object.keys(found.sources)]);
+  const { values, presentKeys, secretKeys } = stackFileValues(stackFile.config, layer.project);
+  // What the CLI hands the program for the run is present and secret, unless the file holds the key
+  // (a plain-text credential there stays plain, so the validation still refuses it).
+  const runKeys = [
+    ...Object.keys(found.runSecrets).map((key) => key.slice(layer.project.length + 1)),
+    ...(input.runKeys ?? []),
+  ].filter((key) => !presentKeys.has(key));
   // A credential already reported (or expected from Bitwarden) is not reported again by the config.
   const covered = [...missing, ...unverified].map((c) => `${c.configKey}:`);
   problems.push(
     ...input
-      .validate({ layer: layer.name, env, stackFile: shown, values, secretKeys: programSecrets })
+      .validate({
+        layer: layer.name,
+        env,
+        project: layer.project,
+        stackFile: shown,
+        values,
+        presentKeys: new Set([...presentKeys, ...runKeys]),
+        secretKeys: new Set([...secretKeys, ...runKeys]),
+      })
       .filter((problem) => !covered.some((prefix) => problem.startsWith(prefix))),
   );
   problems.push(...missing.map((c) => missingCredential(c, bitwarden !== undefined)));
@@ -135,7 +151,8 @@ export function checkStack(input: {
         "(not checked: validate works offline; preview asks Bitwarden)",
     );
   }
-  return { ...base, stackFile: shown, problems, notes, credentials: found };
+  const { missing: _missing, ...credentials } = found;
+  return { ...base, stackFile: shown, problems, notes, credentials };
 }
 
 /** Every credential of a layer (for listings). */

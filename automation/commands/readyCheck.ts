@@ -9,6 +9,8 @@ import { ExitCode, type ExitCodeValue, UserError } from "../errors";
 import type { Layer, LayerName } from "../layers";
 import { checkStack, formatReport, readinessExitCode } from "../readiness";
 import { configProblems } from "../stackValidation";
+import { githubOidcAvailable } from "../githubOidc";
+import { ciAudience } from "./operation";
 
 /** A run that may start: the CLI's version and each layer's credentials. */
 export interface ReadyRun {
@@ -53,6 +55,13 @@ export async function prepareRun(
       env: request.env,
       processEnv: ctx.env,
       bitwarden,
+      // In CI the app layer logs into OpenBao with the job's OIDC token, fetched right before the run.
+      runKeys:
+        layer.name === "app" &&
+        githubOidcAvailable(ctx.env) &&
+        ciAudience(layer, request.env) !== undefined
+          ? ["openbaoJwt"]
+          : [],
       // Only preview and up run the program; refresh and destroy work from the state.
       validate: runsProgram ? (ctx.validateStack ?? configProblems) : () => [],
     }),

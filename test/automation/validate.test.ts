@@ -5,7 +5,7 @@ import { runCli } from "../../automation/cli";
 import { PULUMI_CLI_MINIMUM, probePulumiCli } from "../../automation/cliProbe";
 import { ExitCode } from "../../automation/errors";
 import { missingCliError } from "../../automation/pulumiCli";
-import { configProblems, projectValues } from "../../automation/stackValidation";
+import { configProblems } from "../../automation/stackValidation";
 import { cleanupRepos, makeRepo, testContext } from "./helpers";
 import { cleanupTemp, fakeTools, tempDir } from "./process";
 
@@ -214,20 +214,6 @@ describe("validate", () => {
     await runCli(["validate"], ctx);
     assert.deepEqual(ctx.workspaces.calls, []);
     assert.deepEqual(fs.readdirSync(root).sort(), before);
-  });
-
-  it("passes the stack file's values without its encrypted ones, and their keys as secrets", () => {
-    assert.deepEqual(
-      projectValues(
-        {
-          "talos-platform:cluster": { name: "x" },
-          "talos-platform:fluxDeployKey": { secure: "v1:abc" },
-          "proxmoxve:endpoint": "https://elsewhere",
-        },
-        "talos-platform",
-      ),
-      { values: { cluster: { name: "x" } }, secretKeys: new Set(["fluxDeployKey"]) },
-    );
   });
 });
 
