@@ -151,7 +151,12 @@ export function checkStack(input: {
         "(not checked: validate works offline; preview asks Bitwarden)",
     );
   }
-  const { missing: _missing, ...credentials } = found;
+  const credentials: ResolvedCredentials = {
+    runSecrets: found.runSecrets,
+    sources: found.sources,
+    engineEnv: found.engineEnv,
+    leftInStackFile: found.leftInStackFile,
+  };
   return { ...base, stackFile: shown, problems, notes, credentials };
 }
 
