@@ -1,5 +1,7 @@
 // Entry point of `npm run platform -- <command> <env>`: wires the CLI to the real process, the real
 // Pulumi CLI (through the Automation API) and the terminal.
+// First: on a too old Node.js this prints one line and exits before anything else loads.
+import "./nodeVersion";
 import * as os from "node:os";
 import * as path from "node:path";
 import { runCli } from "./cli";

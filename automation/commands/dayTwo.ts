@@ -1,13 +1,16 @@
 // Registers the day-two commands (preflight, upgrade talos|kubernetes, etcd snapshot|restore,
 // replace-node, drift) on the CLI's commander program; the work is in automation/dayTwo/.
 import { type Command, Option } from "commander";
+import * as path from "node:path";
 import type { CliContext } from "../context";
-import type { ExitCodeValue } from "../errors";
+import { type ExitCodeValue, UserError } from "../errors";
+import { checkDayTwoGuard } from "../guards";
 import {
   DEFAULT_KEEP_SNAPSHOTS,
   DEFAULT_KUBERNETES_TIMEOUTS,
   DEFAULT_ROLLOUT_TIMEOUTS,
   PREFLIGHT_HEALTH_TIMEOUT_MS,
+  kubernetesTarget,
   drift,
   formatDuration,
   parseDuration,
@@ -16,7 +19,9 @@ import {
   parseKeep,
   parseMaxUnavailable,
   preflight,
+  readStackCluster,
   replaceNode,
+  talosTarget,
   upgradeKubernetes,
   upgradeTalos,
 } from "../dayTwo";
@@ -65,6 +70,46 @@ function keepOption(): Option {
     .default(DEFAULT_KEEP_SNAPSHOTS);
 }
 
+/**
+ * Parses a version option, naming the option itself in the error (`--talos`, `--to`): checked while
+ * the command line is parsed, before anything is read or written.
+ */
+function versionOption(flag: string, parse: (value: string) => string, example: string) {
+  return (value: string): string => {
+    try {
+      return parse(value);
+    } catch (error) {
+      if (!(error instanceof UserError)) throw error;
+      throw new UserError({
+        ...error.problem,
+        what: flag,
+        fix: `Give the exact release, e.g. ${flag} ${example}`,
+      });
+    }
+  };
+}
+const talosVersion = (flag: string) => versionOption(flag, talosTarget, "v1.14.1");
+const kubernetesVersion = (flag: string) => versionOption(flag, kubernetesTarget, "1.37.1");
+
+/**
+ * What can be checked before a day-two command takes the stack's lock or looks for the Pulumi
+ * CLI: the guard rails, the environment, the stack file's cluster and nodes, and a node's name.
+ */
+function precheck(ctx: CliContext, command: string, env: string, node?: string): void {
+  checkDayTwoGuard(command, env, ctx.env);
+  const stack = readStackCluster(ctx.repoRoot, env);
+  if (node !== undefined && !stack.nodes.some((n) => n.name === node)) {
+    throw new UserError({
+      what: command,
+      problem: `no node of that name in ${path.basename(stack.file)}`,
+      got: JSON.stringify(node),
+      fix:
+        `Use one of: ${stack.nodes.map((n) => n.name).join(", ")} ` +
+        "(run replace-node before taking the node out of the stack file: docs/runbooks/lost-proxmox-host.md)",
+    });
+  }
+}
+
 /** Adds the day-two commands; `done` receives each command's exit code. */
 export function registerDayTwoCommands(
   program: Command,
@@ -77,13 +122,17 @@ export function registerDayTwoCommands(
       "every check a change needs, all reported at once (versions, talosctl, nodes, etcd)",
     )
     .argument("<env>", envArgument)
-    .option(
-      "--talos <version>",
-      "check an upgrade to this Talos version (default: the stack file's)",
+    .addOption(
+      new Option(
+        "--talos <version>",
+        "check an upgrade to this Talos version (default: the stack file's)",
+      ).argParser(talosVersion("--talos")),
     )
-    .option(
-      "--kubernetes <version>",
-      "check an upgrade to this Kubernetes version (default: the stack file's)",
+    .addOption(
+      new Option(
+        "--kubernetes <version>",
+        "check an upgrade to this Kubernetes version (default: the stack file's)",
+      ).argParser(kubernetesVersion("--kubernetes")),
     )
     .addOption(
       waitOption(
@@ -98,6 +147,7 @@ export function registerDayTwoCommands(
         env: string,
         options: Common & { talos?: string; kubernetes?: string; healthTimeout: number },
       ) => {
+        precheck(ctx, "preflight", env);
         done(
           await preflight(ctx, {
             env,
@@ -121,9 +171,13 @@ export function registerDayTwoCommands(
       "upgrade Talos node by node: control planes one at a time, then workers, gated on health",
     )
     .argument("<env>", envArgument)
-    .requiredOption(
-      "--to <version>",
-      "the Talos version to upgrade to, e.g. v1.14.1 (one minor at a time)",
+    .addOption(
+      new Option(
+        "--to <version>",
+        "the Talos version to upgrade to, e.g. v1.14.1 (one minor at a time)",
+      )
+        .argParser(talosVersion("--to"))
+        .makeOptionMandatory(),
     )
     .addOption(
       new Option("--max-unavailable <n>", "workers upgraded at once")
@@ -169,6 +223,7 @@ export function registerDayTwoCommands(
           healthTimeout: number;
         },
       ) => {
+        precheck(ctx, "upgrade talos", env);
         done(
           await upgradeTalos(ctx, {
             env,
@@ -191,9 +246,13 @@ export function registerDayTwoCommands(
     .command("kubernetes")
     .description("upgrade Kubernetes with talosctl upgrade-k8s (dry run first), gated on health")
     .argument("<env>", envArgument)
-    .requiredOption(
-      "--to <version>",
-      "the Kubernetes version to upgrade to, e.g. 1.37.1 (one minor at a time)",
+    .addOption(
+      new Option(
+        "--to <version>",
+        "the Kubernetes version to upgrade to, e.g. 1.37.1 (one minor at a time)",
+      )
+        .argParser(kubernetesVersion("--to"))
+        .makeOptionMandatory(),
     )
     .option("--no-write", "do not update the stack file; print the line to commit instead")
     .addOption(
@@ -223,6 +282,7 @@ export function registerDayTwoCommands(
           healthTimeout: number;
         },
       ) => {
+        precheck(ctx, "upgrade kubernetes", env);
         done(
           await upgradeKubernetes(ctx, {
             env,
@@ -248,6 +308,7 @@ export function registerDayTwoCommands(
     .addOption(keepOption())
     .addOption(installCli())
     .action(async (env: string, options: Common & { out?: string; keepSnapshots: number }) => {
+      precheck(ctx, "etcd snapshot", env);
       done(
         await etcdSnapshot(ctx, {
           env,
@@ -275,6 +336,7 @@ export function registerDayTwoCommands(
         env: string,
         options: Common & { from: string; yes?: boolean; allowHealthy?: boolean },
       ) => {
+        precheck(ctx, "etcd restore", env);
         done(
           await etcdRestore(ctx, {
             env,
@@ -297,6 +359,7 @@ export function registerDayTwoCommands(
     .option("--yes", "confirm the etcd member removal in advance")
     .addOption(installCli())
     .action(async (env: string, node: string, options: Common & { yes?: boolean }) => {
+      precheck(ctx, "replace-node", env, node);
       done(
         await replaceNode(ctx, {
           env,
@@ -315,6 +378,7 @@ export function registerDayTwoCommands(
     .argument("<env>", envArgument)
     .addOption(installCli())
     .action(async (env: string, options: Common) => {
+      precheck(ctx, "drift", env);
       done(await drift(ctx, { env, installCli: options.installCli === true }));
     });
 }

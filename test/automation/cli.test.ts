@@ -4,6 +4,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { runCli } from "../../automation/cli";
 import { ExitCode } from "../../automation/errors";
+import { listEnvironments, resolveLayer } from "../../automation/layers";
 import { missingCliError } from "../../automation/pulumiCli";
 import { cleanupRepos, loadEngineEvents, makeRepo, testContext } from "./helpers";
 
@@ -48,7 +49,7 @@ describe("platform CLI: parsing and dispatch", () => {
     const ctx = testContext({ repoRoot: makeRepo() });
     assert.equal(await runCli(["up"], ctx), ExitCode.usage);
     assert.match(ctx.stderr.text, /missing required argument 'env'/);
-    assert.match(ctx.stderr.text, /npm run platform -- --help/);
+    assert.match(ctx.stderr.text, /^\(run `npm run platform -- up --help` for usage\)$/m);
     assert.equal(ctx.workspaces.calls.length, 0);
   });
 
@@ -96,6 +97,34 @@ describe("platform CLI: parsing and dispatch", () => {
       'environment: no stack file Pulumi.stagign.yaml in the foundation layer (.); got "stagign". Use one of: prod, staging',
     );
     assert.equal(ctx.workspaces.calls.length, 0);
+  });
+
+  it("refuses a stack file named .yml, which Pulumi would ignore, naming the rename", async () => {
+    const root = makeRepo({
+      foundation: { project: "talos-platform", stacks: { prod: "config: {}\n" } },
+      app: { project: "talos-platform-app", stacks: {} },
+    });
+    fs.writeFileSync(path.join(root, "Pulumi.staging.yml"), "config: {}\n");
+    fs.writeFileSync(path.join(root, "app", "Pulumi.staging.yml"), "config: {}\n");
+    for (const args of [
+      ["up", "staging"],
+      ["preview", "staging", "--layer", "all"],
+    ]) {
+      const ctx = testContext({ repoRoot: root });
+      assert.equal(await runCli(args, ctx), ExitCode.usage, args.join(" "));
+      assert.equal(
+        ctx.stderr.text.trim(),
+        'Pulumi.staging.yml: Pulumi ignores stack files named .yml: it reads Pulumi.<env>.yaml, after the project\'s Pulumi.yaml; got "Pulumi.staging.yml". Rename it to Pulumi.staging.yaml (merge it into that file if both exist)',
+      );
+      assert.equal(ctx.workspaces.calls.length, 0);
+    }
+    const stacks = testContext({ repoRoot: root });
+    assert.equal(await runCli(["stacks", "--layer", "all"], stacks), ExitCode.ok);
+    assert.match(
+      stacks.stdout.text,
+      /^ {2}Pulumi\.staging\.yml: ignored by Pulumi \(it reads \.yaml\); rename it to \.yaml$/m,
+    );
+    assert.doesNotMatch(stacks.stdout.text, /^ {2}staging /m, "not listed as an environment");
   });
 
   it("names the folder when a layer has no Pulumi.yaml", async () => {
@@ -283,9 +312,11 @@ describe("platform CLI: parsing and dispatch", () => {
   it("lists the repository's own environments", async () => {
     const ctx = testContext({ repoRoot: path.resolve(__dirname, "..", "..") });
     assert.equal(await runCli(["stacks", "--layer", "foundation"], ctx), ExitCode.ok);
-    assert.match(
-      ctx.stdout.text,
-      /^foundation: project talos-platform in \.\n  prod .*\n  staging /,
+    const envs = listEnvironments(resolveLayer(ctx.repoRoot, "foundation"));
+    assert.equal(
+      ctx.stdout.text.split("\n").filter((line) => line.startsWith("  ")).length,
+      envs.length,
     );
+    for (const env of envs) assert.match(ctx.stdout.text, new RegExp(`^  ${env} +backend `, "m"));
   });
 });
