@@ -139,7 +139,10 @@ export class EngineSandbox {
   }
 
   /** Runs the Pulumi CLI itself in a layer folder of the copy. */
-  pulumi(args: readonly string[], layerDir = "."): { code: number; stdout: string; stderr: string } {
+  pulumi(
+    args: readonly string[],
+    layerDir = ".",
+  ): { code: number; stdout: string; stderr: string } {
     const result = spawnSync(path.join(this.tools.bin, "pulumi"), [...args, "--non-interactive"], {
       cwd: path.join(this.repo, layerDir),
       env: this.env,
@@ -158,7 +161,9 @@ export class EngineSandbox {
   engineLocks(): string[] {
     const dir = path.join(this.stateDir, ".pulumi", "locks");
     if (!fs.existsSync(dir)) return [];
-    return fs.readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".json"));
+    return fs
+      .readdirSync(dir, { recursive: true, encoding: "utf8" })
+      .filter((f) => f.endsWith(".json"));
   }
 
   /** The CLI's own per-stack locks. */
@@ -202,10 +207,14 @@ function recording(stack: StackOperations, events: EngineEvent[]): StackOperatio
  * engine works on the same program without touching the checkout's stack files or state.
  */
 function copyRepository(from: string, to: string): void {
-  const files = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], {
-    cwd: from,
-    encoding: "utf8",
-  })
+  const files = execFileSync(
+    "git",
+    ["ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+    {
+      cwd: from,
+      encoding: "utf8",
+    },
+  )
     .split("\0")
     .filter((f) => f !== "" && !f.startsWith("test/engine/tools/"));
   for (const file of files) {

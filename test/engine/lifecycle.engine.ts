@@ -78,8 +78,13 @@ describe("the engine tier: the real Pulumi engine and Talos provider", function 
         it(`the Pulumi CLI loads ${path.join(layer.dir, `Pulumi.${env}.yaml`)} with its project's config declarations`, () => {
           const stackName = `load-${env}`;
           // A copy under a new stack name: the repository's stack file itself is left as it is.
-          const original = fs.readFileSync(path.join(sandbox.repo, layer.dir, `Pulumi.${env}.yaml`));
-          fs.writeFileSync(path.join(sandbox.repo, layer.dir, `Pulumi.${stackName}.yaml`), original);
+          const original = fs.readFileSync(
+            path.join(sandbox.repo, layer.dir, `Pulumi.${env}.yaml`),
+          );
+          fs.writeFileSync(
+            path.join(sandbox.repo, layer.dir, `Pulumi.${stackName}.yaml`),
+            original,
+          );
           const init = sandbox.pulumi(
             ["stack", "init", stackName, "--secrets-provider", "passphrase"],
             layer.dir,
@@ -88,8 +93,8 @@ describe("the engine tier: the real Pulumi engine and Talos provider", function 
           const config = sandbox.pulumi(["config", "--json", "--stack", stackName], layer.dir);
           assert.equal(config.code, 0, config.stderr);
           const loaded = JSON.parse(config.stdout) as Record<string, { value?: string }>;
-          const declared = (parse(original.toString("utf8")) as { config?: Record<string, unknown> })
-            .config ?? {};
+          const declared =
+            (parse(original.toString("utf8")) as { config?: Record<string, unknown> }).config ?? {};
           for (const key of Object.keys(declared)) {
             const full = key.includes(":") ? key : `${layer.project}:${key}`;
             assert.ok(full in loaded, `${full} loaded; got ${Object.keys(loaded).join(", ")}`);
@@ -149,12 +154,18 @@ describe("the engine tier: the real Pulumi engine and Talos provider", function 
     });
 
     it("generates every node's config from every patch: only the apply to the absent nodes fails", () => {
-      assert.deepEqual(failures(up).sort(), ["engine-cp-1-config", "engine-worker-1-config"], explain(up));
+      assert.deepEqual(
+        failures(up).sort(),
+        ["engine-cp-1-config", "engine-worker-1-config"],
+        explain(up),
+      );
       // An invoke that failed (a patch Talos' machinery rejected) is an error without a resource.
       const programErrors = up.events.filter(
         (e) =>
           e.diagnosticEvent?.severity === "error" &&
-          /getConfiguration|error parsing config patch|failed to generate/i.test(e.diagnosticEvent.message),
+          /getConfiguration|error parsing config patch|failed to generate/i.test(
+            e.diagnosticEvent.message,
+          ),
       );
       assert.deepEqual(programErrors, []);
     });
@@ -176,7 +187,10 @@ describe("the engine tier: the real Pulumi engine and Talos provider", function 
       const plaintexts = secretPlaintexts(JSON.parse(exported.stdout));
       assert.ok(plaintexts.length >= 8, `secrets found in the export: ${plaintexts.length}`);
       for (const secret of plaintexts) {
-        assert.ok(!raw.includes(secret.slice(0, 40)), `a secret in plain text: ${secret.slice(0, 12)}…`);
+        assert.ok(
+          !raw.includes(secret.slice(0, 40)),
+          `a secret in plain text: ${secret.slice(0, 12)}…`,
+        );
       }
       assert.ok(!raw.includes("ENGINE-TIER-NOT-A-REAL-KEY"), "the deploy key");
       assert.ok(!raw.includes(sandbox.passphrase), "the passphrase");

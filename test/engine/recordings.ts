@@ -18,7 +18,11 @@ export const SANDBOX_PLACEHOLDER = "/tmp/engine-tier";
  * the sandbox's folder replaced by a fixed placeholder. Refuses a recording that holds a secret of
  * the sandbox.
  */
-export function writeRecording(name: string, events: readonly EngineEvent[], sandbox: EngineSandbox): void {
+export function writeRecording(
+  name: string,
+  events: readonly EngineEvent[],
+  sandbox: EngineSandbox,
+): void {
   const text = events
     .map((event) => JSON.stringify(event).split(sandbox.dir).join(SANDBOX_PLACEHOLDER))
     .join("\n");
