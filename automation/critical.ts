@@ -48,7 +48,8 @@ export function taggedControlPlane(inputs: Record<string, unknown> | undefined):
 /** Why losing this resource would hurt, or undefined for an ordinary resource. */
 export function criticalReason(metadata: StepEventMetadata): string | undefined {
   const states = [metadata.old, metadata.new].filter(
-    (state): state is StepEventStateMetadata => state !== undefined,
+    // The engine sends `null` for a missing side (a create has no old state), not undefined.
+    (state): state is StepEventStateMetadata => state !== undefined && state !== null,
   );
   const reasons: string[] = [];
   if (states.some((state) => state.protect === true)) reasons.push("protected");

@@ -12,7 +12,8 @@
 # PATH) and the real plugin in ~/.pulumi/plugins/resource-talos-v0.8.1. ENGINE_TOOLS_BUILD=1 builds
 # all three anyway.
 #
-# Cache: $ENGINE_TOOLS_DIR (default <repo>/.engine-tools, git-ignored): bin/, src/, home/ (the
+# Cache: $ENGINE_TOOLS_DIR (default <repo>/.engine-tools, git-ignored): bin/ (put on PATH), plugins/
+# (kept off PATH: the engine would take a plugin on PATH over the installed one), src/, home/ (the
 # PULUMI_HOME of the engine tier, where the plugin is installed; never ~/.pulumi) and env.json
 # (what was chosen, for the tests). Go builds use the machine's Go caches (GOCACHE, GOMODCACHE).
 set -euo pipefail
@@ -24,7 +25,7 @@ talos_version=0.8.1
 say() { echo "engine-tools: $*" >&2; }
 
 sdk_version="$(node -p 'require(process.argv[1]).dependencies["@pulumi/pulumi"]' "$repo/package.json")"
-mkdir -p "$cache/bin" "$cache/home/plugins" "$cache/src"
+mkdir -p "$cache/bin" "$cache/plugins" "$cache/home/plugins" "$cache/src"
 
 have_go=false
 command -v go >/dev/null 2>&1 && have_go=true
@@ -113,7 +114,7 @@ plugin_source="user"
 plugin_bin="$user_plugin"
 if [ -z "$user_plugin" ]; then
   plugin_source="stand-in"
-  plugin_bin="$cache/bin/pulumi-resource-talos"
+  plugin_bin="$cache/plugins/pulumi-resource-talos"
   if ! stamp_ok "$plugin_bin" "talos $talos_version $tools_hash"; then
     say "building pulumi-resource-talos $talos_version (test/engine/tools, on Talos' machinery module)"
     start=$SECONDS

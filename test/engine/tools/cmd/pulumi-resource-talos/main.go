@@ -34,7 +34,6 @@ var version = "0.8.1"
 func main() {
 	showVersion := flag.Bool("version", false, "print the version and exit")
 	flag.String("tracing", "", "accepted for compatibility")
-	flag.String("logtostderr", "", "accepted for compatibility")
 	flag.Parse()
 	if *showVersion {
 		fmt.Println(version)

@@ -358,8 +358,13 @@ func withUnknowns(m resource.PropertyMap, keys ...string) resource.PropertyMap {
 	return out
 }
 
-func secretString(s string) resource.PropertyValue {
-	return resource.MakeSecret(resource.NewStringProperty(s))
+// sensitive is a value of a Sensitive attribute of the Terraform schema. The bridge returns those as
+// plain values (Pulumi's Terraform bridge marks secrets in the schema, not in the values it returns);
+// the SDK's additionalSecretOutputs for the schema's secret properties, and the program, make them
+// secret. Returning them wrapped instead would change what the program receives: a secret nested
+// inside an output the program also marks secret arrives double-wrapped.
+func sensitive(s string) resource.PropertyValue {
+	return resource.NewStringProperty(s)
 }
 
 // timeoutOf reads `timeouts.<op>` (a Go duration such as "10m"), else the default.

@@ -67,42 +67,40 @@ func createSecrets(news resource.PropertyMap) (resource.PropertyMap, error) {
 	pair := func(c *x509.PEMEncodedCertificateAndKey) resource.PropertyValue {
 		return resource.NewObjectProperty(resource.PropertyMap{
 			"cert": resource.NewStringProperty(b64(c.Crt)),
-			"key":  secretString(b64(c.Key)),
+			"key":  sensitive(b64(c.Key)),
 		})
 	}
 	kubernetes := resource.PropertyMap{
-		"bootstrapToken":            secretString(bundle.Secrets.BootstrapToken),
-		"secretboxEncryptionSecret": secretString(bundle.Secrets.SecretboxEncryptionSecret),
+		"bootstrapToken":            sensitive(bundle.Secrets.BootstrapToken),
+		"secretboxEncryptionSecret": sensitive(bundle.Secrets.SecretboxEncryptionSecret),
 	}
 	if bundle.Secrets.AESCBCEncryptionSecret != "" {
-		kubernetes["aescbcEncryptionSecret"] = secretString(bundle.Secrets.AESCBCEncryptionSecret)
+		kubernetes["aescbcEncryptionSecret"] = sensitive(bundle.Secrets.AESCBCEncryptionSecret)
 	}
 	outputs := copyMap(news)
-	// Sensitive attributes of the Terraform schema are secret values inside the objects, as the
-	// bridge returns them.
 	outputs["machineSecrets"] = resource.NewObjectProperty(resource.PropertyMap{
 		"certs": resource.NewObjectProperty(resource.PropertyMap{
 			"etcd":          pair(bundle.Certs.Etcd),
 			"k8s":           pair(bundle.Certs.K8s),
 			"k8sAggregator": pair(bundle.Certs.K8sAggregator),
 			"k8sServiceaccount": resource.NewObjectProperty(resource.PropertyMap{
-				"key": secretString(b64(bundle.Certs.K8sServiceAccount.Key)),
+				"key": sensitive(b64(bundle.Certs.K8sServiceAccount.Key)),
 			}),
 			"os": pair(bundle.Certs.OS),
 		}),
 		"cluster": resource.NewObjectProperty(resource.PropertyMap{
 			"id":     resource.NewStringProperty(bundle.Cluster.ID),
-			"secret": secretString(bundle.Cluster.Secret),
+			"secret": sensitive(bundle.Cluster.Secret),
 		}),
 		"secrets": resource.NewObjectProperty(kubernetes),
 		"trustdinfo": resource.NewObjectProperty(resource.PropertyMap{
-			"token": secretString(bundle.TrustdInfo.Token),
+			"token": sensitive(bundle.TrustdInfo.Token),
 		}),
 	})
 	outputs["clientConfiguration"] = resource.NewObjectProperty(resource.PropertyMap{
 		"caCertificate":     resource.NewStringProperty(b64(bundle.Certs.OS.Crt)),
 		"clientCertificate": resource.NewStringProperty(b64(client.Crt)),
-		"clientKey":         secretString(b64(client.Key)),
+		"clientKey":         sensitive(b64(client.Key)),
 	})
 	return outputs, nil
 }
@@ -232,7 +230,7 @@ func machineConfiguration(args resource.PropertyMap) (resource.PropertyMap, erro
 	out["id"] = resource.NewStringProperty(str(args, "clusterName"))
 	out["kubernetesVersion"] = resource.NewStringProperty(kubernetesVersion)
 	out["talosVersion"] = resource.NewStringProperty(talosVersion)
-	out["machineConfiguration"] = secretString(string(data))
+	out["machineConfiguration"] = sensitive(string(data))
 	return out, nil
 }
 
@@ -261,7 +259,7 @@ func clientConfiguration(args resource.PropertyMap) (resource.PropertyMap, error
 	}
 	out := copyMap(args)
 	out["id"] = resource.NewStringProperty(str(args, "clusterName"))
-	out["talosConfig"] = secretString(string(data))
+	out["talosConfig"] = sensitive(string(data))
 	return out, nil
 }
 
@@ -440,7 +438,7 @@ func applyConfiguration(ctx context.Context, news resource.PropertyMap, preview 
 		return nil, err
 	}
 	sum := sha256.Sum256(rendered)
-	outputs["machineConfiguration"] = secretString(string(rendered))
+	outputs["machineConfiguration"] = sensitive(string(rendered))
 	outputs["machineConfigurationHash"] = resource.NewStringProperty(hex.EncodeToString(sum[:]))
 	outputs["resolvedApplyMode"] = resource.NewStringProperty(mode)
 	if preview {
@@ -518,7 +516,7 @@ func kubeconfig(ctx context.Context, news resource.PropertyMap, timeout time.Dur
 		return nil, fmt.Errorf("failed to retrieve kubeconfig: %w", err)
 	}
 	outputs := copyMap(news)
-	outputs["kubeconfigRaw"] = secretString(string(raw))
+	outputs["kubeconfigRaw"] = sensitive(string(raw))
 	if _, ok := news["certificateRenewalDuration"]; !ok {
 		outputs["certificateRenewalDuration"] = resource.NewStringProperty(defaultRenewal)
 	}
@@ -542,7 +540,7 @@ func kubernetesClient(raw []byte) resource.PropertyValue {
 		"host":              resource.NewStringProperty(field("server")),
 		"caCertificate":     resource.NewStringProperty(field("certificate-authority-data")),
 		"clientCertificate": resource.NewStringProperty(field("client-certificate-data")),
-		"clientKey":         secretString(field("client-key-data")),
+		"clientKey":         sensitive(field("client-key-data")),
 	})
 }
 
