@@ -180,6 +180,15 @@ describe("the engine tier: the real Pulumi engine and Talos provider", function 
       assert.deepEqual(programErrors, []);
     });
 
+    it("shows none of the engine's debug diagnostics, which carry invoke results in plain text", () => {
+      const debug = up.events.filter((e) => (e.diagnosticEvent?.severity as string) === "debug");
+      assert.ok(
+        debug.some((e) => /PRIVATE KEY|machine:\s*\n?\s*type:/.test(e.diagnosticEvent!.message)),
+        "the engine streams the SDK's debug log with the generated machine configs",
+      );
+      assert.doesNotMatch(up.stdout + up.stderr, /PRIVATE KEY|RegisterResource RPC|Invoke RPC/);
+    });
+
     it("names the failing resources and exits with the documented code", () => {
       assert.equal(up.code, ExitCode.failed, explain(up));
       assert.match(up.stderr, /^up foundation\/engine: 2 resources failed; got:$/m);

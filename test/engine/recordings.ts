@@ -24,7 +24,9 @@ export function writeRecording(
   sandbox: EngineSandbox,
 ): void {
   const text = events
-    .map((event) => JSON.stringify(event).split(sandbox.dir).join(SANDBOX_PLACEHOLDER))
+    .map((event) =>
+      JSON.stringify(withoutDebugText(event)).split(sandbox.dir).join(SANDBOX_PLACEHOLDER),
+    )
     .join("\n");
   for (const secret of [sandbox.passphrase, "ENGINE-TIER-NOT-A-REAL-KEY", "PRIVATE KEY-----"]) {
     if (text.includes(secret)) throw new Error(`recording ${name} holds a secret in plain text`);
@@ -33,4 +35,18 @@ export function writeRecording(
   if (process.env.ENGINE_RECORD === "1") {
     fs.writeFileSync(path.join(RECORDINGS_DIR, `${name}.ndjson`), `${text}\n`);
   }
+}
+
+/** The text the recordings keep of a debug diagnostic (the event itself stays). */
+export const DEBUG_PLACEHOLDER = "[debug message left out of the recording]";
+
+/**
+ * The SDK's debug log, which the engine streams as diagnostics of severity "debug", prints invoke
+ * results in plain text (machine configurations with their CA keys): recordings keep the event
+ * and drop its text.
+ */
+function withoutDebugText(event: EngineEvent): EngineEvent {
+  const diagnostic = event.diagnosticEvent;
+  if (!diagnostic || (diagnostic.severity as string) !== "debug") return event;
+  return { ...event, diagnosticEvent: { ...diagnostic, message: DEBUG_PLACEHOLDER } };
 }
