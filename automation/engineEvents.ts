@@ -114,8 +114,10 @@ export function plainMessage(message: string): string {
 
 /** Whether a step acts on a custom resource (components only group others and finish last). */
 export function isCustomStep(metadata: StepEventMetadata): boolean {
-  const custom = metadata.new?.custom ?? metadata.old?.custom;
-  return custom !== false && !metadata.type.startsWith("pulumi:pulumi:");
+  if (metadata.type.startsWith("pulumi:pulumi:")) return false;
+  // The real engine omits `custom` when it is false: a component's state has no such key.
+  const state = metadata.new ?? metadata.old;
+  return state ? state.custom === true : true;
 }
 
 /** A step that has started and not finished. */
