@@ -74,6 +74,25 @@ export const CREDENTIALS: Readonly<Record<LayerName, readonly Credential[]>> = {
       what: "OpenStack application credential secret; else clouds.yaml / OS_* variables",
       requiredBy: never,
     },
+    {
+      configKey: "proxmoxSshPrivateKey",
+      bitwardenKey: "proxmox-ssh-private-key",
+      envVar: "PROXMOX_VE_SSH_PRIVATE_KEY",
+      what: "SSH private key (PEM) for the Proxmox hosts; only with proxmox.ssh and no agent",
+      requiredBy: (config, project) => {
+        const proxmox = config[`${project}:proxmox`] as { ssh?: { agent?: unknown } } | undefined;
+        return proxmox?.ssh !== undefined && proxmox.ssh.agent !== true;
+      },
+    },
+    {
+      configKey: "gcpUnsealCredentials",
+      bitwardenKey: "gcp-unseal-credentials",
+      envVar: "GCP_UNSEAL_CREDENTIALS",
+      what: "service-account key (JSON) OpenBao unseals with; only with openbao.credentials: existingKey",
+      requiredBy: (config, project) =>
+        (config[`${project}:openbao`] as { credentials?: unknown } | undefined)?.credentials ===
+        "existingKey",
+    },
   ],
   app: [
     {

@@ -22,6 +22,13 @@ export interface OperationOptions {
   readonly signal?: AbortSignal;
 }
 
+/** One resource in a stack's state, as `pulumi stack export` lists it. */
+export interface StateResource {
+  readonly urn: string;
+  /** The type token, e.g. `talos:machine/bootstrap:Bootstrap`. */
+  readonly type: string;
+}
+
 /** What the CLI needs from one stack. */
 export interface StackOperations {
   preview(options: OperationOptions & { readonly diff?: boolean }): Promise<void>;
@@ -30,6 +37,8 @@ export interface StackOperations {
   destroy(options: OperationOptions): Promise<void>;
   /** The stack's outputs; `secret` marks values that were secret. */
   outputs(): Promise<OutputMap>;
+  /** The resources in the stack's state (from `pulumi stack export`; nothing is decrypted). */
+  stateResources(): Promise<StateResource[]>;
 }
 
 /** Which stack to open, and how. */
@@ -156,5 +165,12 @@ export function stackOperations(
       await withSecrets(() => stack.destroy(common(options)));
     },
     outputs: () => stack.outputs(),
+    async stateResources() {
+      const exported = await stack.exportStack();
+      const resources = (exported.deployment as { resources?: unknown } | undefined)?.resources;
+      return (Array.isArray(resources) ? (resources as Partial<StateResource>[]) : [])
+        .filter((r) => typeof r.urn === "string" && typeof r.type === "string")
+        .map((r) => ({ urn: r.urn!, type: r.type! }));
+    },
   };
 }

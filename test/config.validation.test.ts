@@ -242,7 +242,7 @@ describe("stack config validation", () => {
       "two spellings of one IPv6 address",
       (v) => (v.nodes[3].network.addresses = ["192.0.2.21/24", "2001:DB8:0::31/64"]),
       [
-        "nodes[4].network.addresses[0]: address 2001:db8::31 is already used by nodes[3].network.addresses[1]. Each address belongs to one node",
+        "nodes[4].network.addresses[1]: address 2001:db8::31 is already used by nodes[3].network.addresses[1]. Each address belongs to one node",
         "nodes[4].baremetal.address: address 2001:db8::31 is already used by nodes[3].network.addresses[1]. Each address belongs to one node",
       ],
     ],
@@ -276,6 +276,7 @@ describe("stack config validation", () => {
       },
       [
         "nodes[4].network: required on control planes when cluster.vip is set (the VIP needs a link)",
+        'nodes[4].baremetal.address: is not an IPv4 address; got "2001:db8::31". The first of cluster.network.serviceSubnets is IPv4: Talos gives each kubelet a node IP of that family, and health checks find nodes by it. Give network.addresses with one',
       ],
     ],
   ];
@@ -380,11 +381,12 @@ describe("stack config defaults", () => {
     assert.equal(valid().cluster.allowSchedulingOnControlPlanes, false);
   });
 
-  it("protects control planes, checks health with a 10m timeout, applies in auto mode and keeps flannel by default", () => {
+  it("protects control planes, checks health with a 10m timeout, stages changes that need a reboot and keeps flannel by default", () => {
     const { cluster } = valid();
     assert.equal(cluster.protectControlPlanes, true);
     assert.deepEqual(cluster.health, { enabled: true, timeout: "10m" });
-    assert.equal(cluster.applyMode, "auto");
+    assert.equal(cluster.applyMode, "staged_if_needing_reboot");
+    assert.equal(cluster.rollout.maxUnavailableWorkers, 1);
     assert.equal(cluster.network.cni, "flannel");
     assert.equal(cluster.network.kubeProxy, true);
   });

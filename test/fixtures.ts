@@ -28,7 +28,10 @@ export function proxmoxCluster(): StackValues {
   };
 }
 
-/** The Proxmox cluster plus one Proxmox worker and one bare-metal worker reached over IPv6. */
+/**
+ * The Proxmox cluster plus one Proxmox worker and one bare-metal worker on the same LAN (the same
+ * site), its config pushed over IPv6.
+ */
 export function mixedCluster(): StackValues {
   const values = proxmoxCluster();
   (values.nodes as unknown[]).push(
@@ -43,8 +46,14 @@ export function mixedCluster(): StackValues {
       name: "metal-1",
       role: "worker",
       platform: "baremetal",
+      site: "proxmox",
       installDisk: "/dev/nvme0n1",
-      network: { addresses: ["2001:db8::31/64"], gateway6: "2001:db8::1", interface: "enp1s0" },
+      network: {
+        addresses: ["192.0.2.31/24", "2001:db8::31/64"],
+        gateway: "192.0.2.1",
+        gateway6: "2001:db8::1",
+        interface: "enp1s0",
+      },
       baremetal: { address: "2001:db8::31" },
     },
   );
@@ -56,9 +65,13 @@ export function clone<T>(value: T): T {
   return JSON.parse(JSON.stringify(value)) as T;
 }
 
-/** Proxmox control planes with an OCI worker pool (arm64, spread over two ADs) and an OpenStack worker pool. */
+/**
+ * Proxmox control planes with an OCI worker pool (arm64, spread over two ADs) and an OpenStack worker
+ * pool: three sites whose node addresses route to each other.
+ */
 export function cloudCluster(): StackValues {
   const values: any = proxmoxCluster();
+  values.cluster.network.connectivity = "routed";
   values.oci = {
     region: "eu-frankfurt-1",
     compartmentId: "ocid1.compartment.oc1..example",

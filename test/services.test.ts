@@ -211,6 +211,7 @@ describe("foundation services", () => {
         name: "w-1",
         role: "worker",
         platform: "baremetal",
+        site: "proxmox",
         baremetal: { address: "192.0.2.40" },
       });
       return runFoundation(values, { secrets: SECRETS }).then(({ recorder: r }) => {

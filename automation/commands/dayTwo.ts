@@ -5,7 +5,12 @@ import type { CliContext } from "../context";
 import type { ExitCodeValue } from "../errors";
 import {
   DEFAULT_KEEP_SNAPSHOTS,
+  DEFAULT_KUBERNETES_TIMEOUTS,
+  DEFAULT_ROLLOUT_TIMEOUTS,
+  PREFLIGHT_HEALTH_TIMEOUT_MS,
   drift,
+  formatDuration,
+  parseDuration,
   etcdRestore,
   etcdSnapshot,
   parseKeep,
@@ -41,6 +46,16 @@ function installCli(): Option {
   );
 }
 
+/**
+ * A wait settable on the command line (`--health-timeout 20m`), its default shown in the help.
+ * The value reaches the command in milliseconds.
+ */
+function waitOption(flag: string, description: string, defaultMs: number): Option {
+  return new Option(`${flag} <duration>`, description)
+    .argParser((value: string) => parseDuration(flag, value))
+    .default(defaultMs, formatDuration(defaultMs));
+}
+
 function keepOption(): Option {
   return new Option(
     "--keep-snapshots <n>",
@@ -70,17 +85,30 @@ export function registerDayTwoCommands(
       "--kubernetes <version>",
       "check an upgrade to this Kubernetes version (default: the stack file's)",
     )
+    .addOption(
+      waitOption(
+        "--health-timeout",
+        "how long talosctl health may wait for the cluster to be healthy",
+        PREFLIGHT_HEALTH_TIMEOUT_MS,
+      ),
+    )
     .addOption(installCli())
-    .action(async (env: string, options: Common & { talos?: string; kubernetes?: string }) => {
-      done(
-        await preflight(ctx, {
-          env,
-          installCli: options.installCli === true,
-          ...(options.talos !== undefined ? { talos: options.talos } : {}),
-          ...(options.kubernetes !== undefined ? { kubernetes: options.kubernetes } : {}),
-        }),
-      );
-    });
+    .action(
+      async (
+        env: string,
+        options: Common & { talos?: string; kubernetes?: string; healthTimeout: number },
+      ) => {
+        done(
+          await preflight(ctx, {
+            env,
+            installCli: options.installCli === true,
+            healthTimeoutMs: options.healthTimeout,
+            ...(options.talos !== undefined ? { talos: options.talos } : {}),
+            ...(options.kubernetes !== undefined ? { kubernetes: options.kubernetes } : {}),
+          }),
+        );
+      },
+    );
 
   const upgrade = program
     .command("upgrade")
@@ -104,6 +132,27 @@ export function registerDayTwoCommands(
     )
     .option("--resume", "continue a roll that stopped: skip nodes already on the target")
     .option("--no-write", "do not update the stack file; print the line to commit instead")
+    .addOption(
+      waitOption(
+        "--upgrade-timeout",
+        "how long talosctl upgrade of one node (or batch) may take, reboot included",
+        DEFAULT_ROLLOUT_TIMEOUTS.upgradeMs,
+      ),
+    )
+    .addOption(
+      waitOption(
+        "--node-timeout",
+        "how long an upgraded node may take to answer again",
+        DEFAULT_ROLLOUT_TIMEOUTS.nodeMs,
+      ),
+    )
+    .addOption(
+      waitOption(
+        "--health-timeout",
+        "how long talosctl health may wait for the cluster after each node (or batch), and in preflight",
+        DEFAULT_ROLLOUT_TIMEOUTS.healthMs,
+      ),
+    )
     .addOption(keepOption())
     .addOption(installCli())
     .action(
@@ -115,6 +164,9 @@ export function registerDayTwoCommands(
           resume?: boolean;
           write: boolean;
           keepSnapshots: number;
+          upgradeTimeout: number;
+          nodeTimeout: number;
+          healthTimeout: number;
         },
       ) => {
         done(
@@ -126,6 +178,11 @@ export function registerDayTwoCommands(
             write: options.write,
             keepSnapshots: options.keepSnapshots,
             installCli: options.installCli === true,
+            timeouts: {
+              upgradeMs: options.upgradeTimeout,
+              nodeMs: options.nodeTimeout,
+              healthMs: options.healthTimeout,
+            },
           }),
         );
       },
@@ -139,12 +196,32 @@ export function registerDayTwoCommands(
       "the Kubernetes version to upgrade to, e.g. 1.37.1 (one minor at a time)",
     )
     .option("--no-write", "do not update the stack file; print the line to commit instead")
+    .addOption(
+      waitOption(
+        "--upgrade-timeout",
+        "how long talosctl upgrade-k8s may take (it rolls every control-plane component and kubelet)",
+        DEFAULT_KUBERNETES_TIMEOUTS.upgradeMs,
+      ),
+    )
+    .addOption(
+      waitOption(
+        "--health-timeout",
+        "how long talosctl health may wait for the cluster, in preflight and after the upgrade",
+        DEFAULT_KUBERNETES_TIMEOUTS.healthMs,
+      ),
+    )
     .addOption(keepOption())
     .addOption(installCli())
     .action(
       async (
         env: string,
-        options: Common & { to: string; write: boolean; keepSnapshots: number },
+        options: Common & {
+          to: string;
+          write: boolean;
+          keepSnapshots: number;
+          upgradeTimeout: number;
+          healthTimeout: number;
+        },
       ) => {
         done(
           await upgradeKubernetes(ctx, {
@@ -153,6 +230,8 @@ export function registerDayTwoCommands(
             write: options.write,
             keepSnapshots: options.keepSnapshots,
             installCli: options.installCli === true,
+            upgradeTimeoutMs: options.upgradeTimeout,
+            healthTimeoutMs: options.healthTimeout,
           }),
         );
       },

@@ -3,7 +3,7 @@
 // engine with the progress view, and write the preview summary.
 import type { EngineEvent } from "@pulumi/pulumi/automation";
 import * as path from "node:path";
-import { resolveStackSettings, stateDir } from "../backend";
+import { resolveStackSettings } from "../backend";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, translateEngineError } from "../errors";
 import { type Operation, checkGuards, isCi } from "../guards";
@@ -20,10 +20,14 @@ import {
 } from "../layers";
 import { execBws, listBitwardenSecrets } from "../bitwarden";
 import { type ResolvedCredentials, resolveCredentials } from "../credentials";
-import { assertPreflight, preflightForUp } from "../dayTwo/preflight";
-import { acquireStackLock } from "../lock";
+import { assertPreflight } from "../dayTwo/preflight";
+import { upPreflight } from "../dayTwo/upPreflight";
+import { acquireStackLock, locksDir } from "../lock";
 import { ProgressRenderer } from "../progress";
 import { previewSection, readSummaryFile, skippedSection, writeSummarySection } from "../summary";
+
+// The lock folder lives with the lock (the day-two commands take the same locks); re-exported.
+export { locksDir } from "../lock";
 
 /** One preview/up/refresh/destroy as the operator asked for it. */
 export interface OperationRequest {
@@ -40,11 +44,6 @@ export interface OperationRequest {
   readonly skipMissingLayer: boolean;
   /** The command line, recorded in the lock so a refused run can say who holds it. */
   readonly commandLine: string;
-}
-
-/** The folder of the CLI's per-stack lock files. */
-export function locksDir(repoRoot: string): string {
-  return path.join(stateDir(repoRoot), "locks");
 }
 
 /** Runs an engine operation; resolves to the exit code, rejects with a translated error. */
@@ -193,12 +192,9 @@ async function runOnLayer(
         ...(ctx.signal ? { signal: ctx.signal } : {}),
       };
       if (operation === "up" && layer.name === "foundation") {
-        // The config part of preflight: version steps the stack file asks for, before any change.
-        const deployed = await stack.outputs();
-        const report = preflightForUp(
-          readStackFile(layer, env),
-          Object.keys(deployed).length > 0 ? deployed : undefined,
-        );
+        // Before any change: the version steps the stack file asks for, the config contract against
+        // the nodes, and etcd bootstrapped only once (automation/dayTwo/upPreflight.ts).
+        const report = await upPreflight(ctx, { stack, stackFile: readStackFile(layer, env), env });
         for (const note of report.notes) ctx.stderr.write(`note: ${note}\n`);
         assertPreflight(target, report);
       }

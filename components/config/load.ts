@@ -16,6 +16,10 @@ export interface PlatformSecrets {
   readonly ociPrivateKey?: pulumi.Output<string>;
   /** An OpenStack application credential secret; else clouds.yaml or the OS_* variables. */
   readonly openstackApplicationCredentialSecret?: pulumi.Output<string>;
+  /** The private key (PEM) the Proxmox provider logs into the hosts with (proxmox.ssh without the agent). */
+  readonly proxmoxSshPrivateKey?: pulumi.Output<string>;
+  /** An existing service-account key (JSON) for OpenBao's unseal (openbao.credentials: existingKey). */
+  readonly gcpUnsealCredentials?: pulumi.Output<string>;
 }
 
 /** The secret keys the foundation program reads (the CLI resolves the same ones). */
@@ -25,6 +29,8 @@ export const FOUNDATION_SECRET_KEYS = [
   "gcpCredentials",
   "ociPrivateKey",
   "openstackApplicationCredentialSecret",
+  "proxmoxSshPrivateKey",
+  "gcpUnsealCredentials",
 ] as const;
 
 /** Which of the program's secret keys the stack sets, without reading (or logging) their values. */
@@ -69,6 +75,8 @@ export function loadPlatformConfig(): LoadedConfig {
       openstackApplicationCredentialSecret: config.getSecret(
         "openstackApplicationCredentialSecret",
       ),
+      proxmoxSshPrivateKey: config.getSecret("proxmoxSshPrivateKey"),
+      gcpUnsealCredentials: config.getSecret("gcpUnsealCredentials"),
     },
   };
 }

@@ -10,6 +10,7 @@ import {
   talosRelease,
   TALOS_RELEASES,
 } from "../talos/versions";
+import { INFRA_RULES } from "./infraRules";
 import { KeyPath, Problems } from "./problems";
 import type {
   RawCluster,
@@ -17,6 +18,7 @@ import type {
   RawFlux,
   RawNode,
   RawOci,
+  RawOpenbao,
   RawOpenstack,
   RawPatch,
   RawProxmox,
@@ -38,6 +40,7 @@ export interface RuleInput {
   readonly platformsGiven: ReadonlySet<string>;
   readonly dns?: RawDns;
   readonly flux?: RawFlux;
+  readonly openbao?: RawOpenbao;
   /** Service keys present in the stack file (parsed or not): gcp, openbao, dns, flux. */
   readonly servicesGiven: ReadonlySet<string>;
   /** Secret config keys set on the stack (values never read here). */
@@ -46,7 +49,8 @@ export interface RuleInput {
   readonly rawNodes: readonly unknown[];
 }
 
-type Rule = (input: RuleInput, problems: Problems) => void;
+/** One cross-field rule: records problems, never throws. */
+export type Rule = (input: RuleInput, problems: Problems) => void;
 
 /** The static network block, on the platforms that have one. */
 function networkOf(node: RawNode) {
@@ -495,4 +499,5 @@ export const RULES: readonly Rule[] = [
   vip,
   services,
   patches,
+  ...INFRA_RULES,
 ];

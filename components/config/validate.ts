@@ -2,13 +2,22 @@
 // listing every problem. Runs before any resource exists.
 import { stringify } from "yaml";
 import { z } from "zod";
-import { deriveMac, hostPort, ipFamily, parseCidr } from "../net";
+import { canonicalIp, deriveMac, hostPort, ipFamily, parseCidr } from "../net";
 import { DEPLOY_KEY_PLACEHOLDER, fluxHandoffPatch } from "../flux/handoff";
 import { machinePatches } from "../talos/patches";
 import { estimatedUserDataLength, userDataProblem } from "../talos/userData";
 import { parseVersion } from "../talos/versions";
 import { Problems, propertyNames } from "./problems";
 import { fqdn, IndexedNode, RULES } from "./rules";
+import {
+  hostPrefix,
+  kubeletAddresses,
+  knownSourceAddresses,
+  nodeResolvers,
+  serviceFamilies,
+  siteOf,
+  staticAddresses,
+} from "./sites";
 import {
   clusterSchema,
   dnsSchema,
@@ -33,6 +42,7 @@ import {
 } from "./schema";
 import type {
   ClusterSpec,
+  Connectivity,
   NodeNetworkSpec,
   NodeSpec,
   OciSpec,
@@ -41,6 +51,7 @@ import type {
   PoolPlacement,
   ProxmoxSpec,
   ServicesSpec,
+  SiteSpec,
 } from "./types";
 
 /** The stack's config values, as read (objects already decoded from the stack file). */
@@ -131,6 +142,7 @@ export function validatePlatformConfig(raw: RawStackConfig, stackFile: string): 
     platformsGiven,
     dns,
     flux,
+    openbao,
     servicesGiven: new Set(SERVICE_KEYS.filter((key) => raw[key] !== undefined)),
     secretKeys: raw.secretKeys ?? new Set<string>(),
     nodes,
@@ -144,7 +156,12 @@ export function validatePlatformConfig(raw: RawStackConfig, stackFile: string): 
     cluster: normalizeCluster(
       cluster!,
       nodes.map((n) => n.node),
+      oci,
+      openstack,
     ),
+    rawCluster: cluster!,
+    rawOci: oci,
+    rawOpenstack: openstack,
     proxmox: proxmox && normalizeProxmox(proxmox),
     oci: oci && normalizeOci(oci),
     openstack: openstack && normalizeOpenstack(openstack),
@@ -200,6 +217,12 @@ function normalizeServices(
         cryptoKey: openbao.cryptoKey ?? "unseal",
         location: openbao.location ?? gcp.region,
         rotationPeriod: openbao.rotationPeriod ?? "7776000s",
+        credentials: openbao.credentials ?? "serviceAccountKey",
+        kubernetesServiceAccount: {
+          namespace: openbao.kubernetesServiceAccount?.namespace ?? "openbao",
+          name: openbao.kubernetesServiceAccount?.name ?? "openbao",
+        },
+        serviceAccountEmail: openbao.serviceAccountEmail,
       },
     dns: dns && {
       zone: dns.zone,
@@ -226,6 +249,9 @@ function normalizeServices(
 /** Settings every node's normalization may need. */
 interface NormalizeContext {
   readonly cluster: ClusterSpec;
+  readonly rawCluster: RawCluster;
+  readonly rawOci?: RawOci;
+  readonly rawOpenstack?: RawOpenstack;
   readonly proxmox?: ProxmoxSpec;
   readonly oci?: OciSpec;
   readonly openstack?: OpenstackSpec;
@@ -243,8 +269,43 @@ function patchText(patches: readonly RawPatch[] | undefined): string[] {
   return (patches ?? []).map((patch) => (typeof patch === "string" ? patch : stringify(patch)));
 }
 
-function normalizeCluster(cluster: RawCluster, nodes: readonly RawNode[]): ClusterSpec {
+/** Every site with a node: its platforms and the prefixes its nodes connect from. */
+function normalizeSites(
+  cluster: RawCluster,
+  nodes: readonly RawNode[],
+  oci: RawOci | undefined,
+  openstack: RawOpenstack | undefined,
+): Record<string, SiteSpec> {
+  const sites: Record<string, SiteSpec> = {};
+  for (const node of nodes) {
+    const name = siteOf(node, oci, openstack);
+    const given = cluster.sites?.[name]?.cidrs;
+    const known = knownSourceAddresses(node, oci);
+    const previous = sites[name];
+    const prefixes = (known ?? []).map(hostPrefix);
+    sites[name] = {
+      name,
+      platforms: [...new Set([...(previous?.platforms ?? []), node.platform])],
+      cidrs: given ?? [...(previous?.cidrs ?? []), ...prefixes],
+      controlPlaneCidrs: given ?? [
+        ...(previous?.controlPlaneCidrs ?? []),
+        ...(node.role === "controlplane" ? prefixes : []),
+      ],
+    };
+  }
+  return sites;
+}
+
+function normalizeCluster(
+  cluster: RawCluster,
+  nodes: readonly RawNode[],
+  oci: RawOci | undefined,
+  openstack: RawOpenstack | undefined,
+): ClusterSpec {
   const endpoint = (cluster.endpoint ?? cluster.vip)!;
+  const sites = normalizeSites(cluster, nodes, oci, openstack);
+  const connectivity: Connectivity =
+    Object.keys(sites).length > 1 ? cluster.network!.connectivity! : "single";
   const talosVersion = `v${parseVersion(cluster.talosVersion)!.version}`;
   const network = cluster.network ?? {};
   return {
@@ -261,6 +322,7 @@ function normalizeCluster(cluster: RawCluster, nodes: readonly RawNode[]): Clust
       schematicId: cluster.imageFactory?.schematicId,
       extensions: cluster.imageFactory?.extensions ?? [],
       platformExtensions: cluster.imageFactory?.platformExtensions ?? {},
+      architectureExtensions: cluster.imageFactory?.architectureExtensions ?? {},
       extraKernelArgs: cluster.imageFactory?.extraKernelArgs ?? [],
     },
     network: {
@@ -271,7 +333,10 @@ function normalizeCluster(cluster: RawCluster, nodes: readonly RawNode[]): Clust
       serviceSubnets: network.serviceSubnets,
       cni: network.cni ?? "flannel",
       kubeProxy: network.kubeProxy ?? true,
+      connectivity,
     },
+    sites,
+    rollout: { maxUnavailableWorkers: cluster.rollout?.maxUnavailableWorkers ?? 1 },
     allowSchedulingOnControlPlanes:
       cluster.allowSchedulingOnControlPlanes ?? nodes.every((n) => n.role === "controlplane"),
     certSANs: cluster.certSANs ?? [],
@@ -280,7 +345,7 @@ function normalizeCluster(cluster: RawCluster, nodes: readonly RawNode[]): Clust
       controlplane: patchText(cluster.patches?.controlplane),
       worker: patchText(cluster.patches?.worker),
     },
-    applyMode: cluster.applyMode ?? "auto",
+    applyMode: cluster.applyMode ?? "staged_if_needing_reboot",
     protectControlPlanes: cluster.protectControlPlanes ?? true,
     health: { enabled: cluster.health?.enabled ?? true, timeout: cluster.health?.timeout ?? "10m" },
   };
@@ -297,6 +362,11 @@ function normalizeProxmox(proxmox: RawProxmox): ProxmoxSpec {
     datastore: proxmox.datastore ?? "local-lvm",
     bridge: proxmox.bridge ?? "vmbr0",
     cpuType: proxmox.cpuType ?? "x86-64-v2-AES",
+    imageFormat: proxmox.imageFormat ?? "qcow2",
+    ssh: proxmox.ssh && { username: proxmox.ssh.username, agent: proxmox.ssh.agent ?? false },
+    sshAddresses: Object.fromEntries(
+      proxmox.hosts.flatMap((h) => (h.sshAddress ? [[h.name, h.sshAddress]] : [])),
+    ),
   };
 }
 
@@ -313,6 +383,7 @@ function normalizeOci(oci: RawOci): OciSpec {
     architecture: oci.architecture ?? (/\.A\d\./.test(shape) ? "arm64" : "amd64"),
     image: oci.image,
     assignPublicIp: oci.assignPublicIp ?? false,
+    hostnameLabel: oci.hostnameLabel ?? true,
     freeformTags: oci.freeformTags ?? {},
   };
 }
@@ -360,6 +431,8 @@ function normalizeNode(
   context: NormalizeContext,
 ): NodeSpec {
   const { cluster, proxmox, oci, openstack } = context;
+  const site = siteOf(node, context.rawOci, context.rawOpenstack);
+  const families = serviceFamilies(context.rawCluster);
   const common = {
     name: node.name,
     role: node.role,
@@ -369,6 +442,8 @@ function normalizeNode(
     architecture: node.platform === "oci" ? oci!.architecture : ("amd64" as const),
     labels: node.labels ?? {},
     patches: patchText(node.patches),
+    site,
+    resolvers: nodeResolvers(node, context.rawCluster, site),
   };
   switch (node.platform) {
     case "proxmox": {
@@ -380,6 +455,7 @@ function normalizeNode(
         platform: "proxmox",
         network,
         talosAddress: parseCidr(network.addresses[0])!.ip,
+        kubeletAddresses: kubeletAddresses(staticAddresses(node), families),
         proxmox: {
           host: vm.host,
           vmId: vm.vmId,
@@ -399,8 +475,16 @@ function normalizeNode(
         platform: "baremetal",
         network: node.network && normalizeNetwork(node.network, node.network.mac),
         talosAddress: node.baremetal.address,
+        kubeletAddresses: kubeletAddresses(
+          node.network ? staticAddresses(node) : [node.baremetal.address],
+          families,
+        ),
         baremetal: {
           address: node.baremetal.address,
+          ...(node.baremetal.maintenanceAddress &&
+          canonicalIp(node.baremetal.maintenanceAddress) !== canonicalIp(node.baremetal.address)
+            ? { maintenanceAddress: node.baremetal.maintenanceAddress }
+            : {}),
           resetOnDestroy: node.baremetal.resetOnDestroy ?? true,
         },
       };
@@ -413,7 +497,9 @@ function normalizeNode(
         platform: "oci",
         pushConfig: node.pushConfig ?? true,
         // With a public IP the Talos API is reached there, known once the instance exists.
-        declaredAddress: assignPublicIp ? undefined : settings.privateIp,
+        declaredAddress: assignPublicIp ? undefined : (settings.ipv6Address ?? settings.privateIp),
+        // The kubelet reports the VNIC's private addresses, never the (NATed) public IP.
+        declaredKubeletAddress: families[0] === 6 ? settings.ipv6Address : settings.privateIp,
         placement: placement(poolIndex, oci!.availabilityDomains, settings.availabilityDomain),
         oci: {
           shape,
@@ -423,8 +509,10 @@ function normalizeNode(
           bootVolumeGbs: settings.bootVolumeGbs ?? 50,
           subnetId: settings.subnetId ?? oci!.subnetId,
           privateIp: settings.privateIp,
-          assignIpv6: settings.assignIpv6 ?? false,
+          assignIpv6: (settings.assignIpv6 ?? false) || settings.ipv6Address !== undefined,
+          ipv6Address: settings.ipv6Address,
           assignPublicIp,
+          hostnameLabel: oci!.hostnameLabel,
           nsgIds: settings.nsgIds ?? oci!.nsgIds,
           faultDomain: settings.faultDomain,
         },
@@ -436,7 +524,11 @@ function normalizeNode(
         ...common,
         platform: "openstack",
         pushConfig: node.pushConfig ?? true,
-        declaredAddress: settings.fixedIp ?? settings.fixedIp6,
+        declaredAddress:
+          families[0] === 6
+            ? (settings.fixedIp6 ?? settings.fixedIp)
+            : (settings.fixedIp ?? settings.fixedIp6),
+        declaredKubeletAddress: families[0] === 6 ? settings.fixedIp6 : settings.fixedIp,
         placement: placement(poolIndex, openstack!.availabilityZones, settings.availabilityZone),
         openstack: {
           flavor: settings.flavor ?? openstack!.flavor,

@@ -130,6 +130,8 @@ describe("credentials", () => {
           "openstack-application-credential-secret",
           "OS_APPLICATION_CREDENTIAL_SECRET",
         ],
+        ["proxmoxSshPrivateKey", "proxmox-ssh-private-key", "PROXMOX_VE_SSH_PRIVATE_KEY"],
+        ["gcpUnsealCredentials", "gcp-unseal-credentials", "GCP_UNSEAL_CREDENTIALS"],
       ],
     );
     assert.ok(
@@ -307,9 +309,12 @@ describe("up runs the config part of preflight first", () => {
     );
   });
 
-  it("notes a Talos version the nodes may not run yet, and goes ahead", async () => {
+  it("notes a Talos version the nodes may not run yet, and goes ahead while configContract stays", async () => {
     const repo = makeRepo({
-      foundation: { project: "talos-platform", stacks: { staging: stack("v1.14.0", "1.36.3") } },
+      foundation: {
+        project: "talos-platform",
+        stacks: { staging: `${stack("v1.14.0", "1.36.3")}    configContract: v1.13.9\n` },
+      },
     });
     const ctx = testContext({ repoRoot: repo });
     ctx.workspaces.outputs = {
