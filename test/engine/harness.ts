@@ -194,11 +194,12 @@ function recording(stack: StackOperations, events: EngineEvent[]): StackOperatio
     },
   });
   return {
+    // Every other method as it is (the adapter is a plain object of functions).
+    ...stack,
     preview: (options) => stack.preview(tee(options)),
     up: (options) => stack.up(tee(options)),
     refresh: (options) => stack.refresh(tee(options)),
     destroy: (options) => stack.destroy(tee(options)),
-    outputs: () => stack.outputs(),
   };
 }
 

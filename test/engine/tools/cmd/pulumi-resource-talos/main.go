@@ -7,7 +7,7 @@
 // need), so it cannot be built here. This stand-in answers to the same name and version
 // (`talos` 0.8.1) inside the engine tier's own PULUMI_HOME, never in the user's plugin cache, and
 // implements the tokens the project uses with the same inputs, outputs, secrecy and replacement
-// rules (see ../../README.md in this folder's parent and docs/development.md). What matters most
+// rules (docs/development.md, "Engine tier"). What matters most
 // is that it generates machine configurations the way the real provider does: Talos' config
 // generator with the cluster's secrets, then every config patch applied by Talos' own
 // configpatcher, so a patch Talos rejects fails the run exactly as it would with the real plugin.
