@@ -106,6 +106,24 @@ describe("the engine tier: the real Pulumi engine and Talos provider", function 
     }
   });
 
+  describe("1b. what the Pulumi CLI makes of Pulumi.yaml's config declarations", () => {
+    it("requires every declared key in every stack file, and leaves untyped values unchecked", () => {
+      // Pulumi checks declared keys before the program runs: one without default or value must be
+      // in the stack file; only keys with a `type` (string, integer, boolean, array) are
+      // type-checked, so the object-valued cluster and nodes stay untyped and described.
+      sandbox.writeStack(".", "missing", "config:\n  talos-platform:cluster:\n    name: x\n");
+      const init = sandbox.pulumi(["stack", "init", "missing", "--secrets-provider", "passphrase"]);
+      assert.equal(init.code, 0, init.stderr);
+      const preview = sandbox.pulumi(["preview", "--stack", "missing"]);
+      assert.notEqual(preview.code, 0);
+      assert.match(
+        preview.stdout + preview.stderr,
+        /Stack 'missing' is missing configuration value 'nodes'/,
+      );
+      assert.equal(sandbox.pulumi(["stack", "rm", "missing", "--yes", "--force"]).code, 0);
+    });
+  });
+
   describe("2. preview", () => {
     it("previews the bare-metal stack through `npm run platform`, writing the PR summary", () => {
       const before = fs.readFileSync(stackFile);
