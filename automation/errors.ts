@@ -127,6 +127,13 @@ export function isSpawnNotFound(error: unknown): boolean {
   return /spawn \S+ ENOENT/.test(message);
 }
 
+/** Whether the Automation API refused to select a stack because the backend does not have it. */
+export function isStackNotFound(error: unknown): boolean {
+  return (
+    error instanceof StackNotFoundError || /no stack named .* found/.test(commandStderr(error))
+  );
+}
+
 /** What the CLI knows about the operation an engine error came from. */
 export interface EngineErrorContext {
   /** `foundation/staging` */
@@ -160,7 +167,7 @@ export function translateEngineError(error: unknown, context: EngineErrorContext
       ExitCode.locked,
     );
   }
-  if (error instanceof StackNotFoundError || /no stack named .* found/.test(stderr)) {
+  if (isStackNotFound(error)) {
     return new UserError({
       what: context.target,
       problem: "the stack does not exist in the backend yet",

@@ -3,6 +3,8 @@
 // so it lives below both.
 import type { OutputMap } from "@pulumi/pulumi/automation";
 import { resolveStackSettings } from "./backend";
+import { execBws, listBitwardenSecrets } from "./bitwarden";
+import { engineCredentials } from "./credentials";
 import type { CliContext } from "./context";
 import { translateEngineError } from "./errors";
 import { type LayerName, readStackFile, requireEnvironment, resolveLayer } from "./layers";
@@ -30,10 +32,13 @@ export async function openForReading(
     repoRoot: ctx.repoRoot,
     mayCreate: false,
   });
+  // A GCP key kept in Bitwarden must reach the engine too: gs:// and gcpkms:// read
+  // GOOGLE_CREDENTIALS (docs/credentials.md).
+  const bitwarden = await listBitwardenSecrets(ctx.env, ctx.bws ?? execBws);
   const stack = await ctx.workspaces.openStack({
     workDir: layer.dir,
     stackName: request.env,
-    envVars: settings.envVars,
+    envVars: { ...settings.envVars, ...engineCredentials(ctx.env, bitwarden) },
     secretsProvider: settings.secrets.provider,
     create: false,
   });

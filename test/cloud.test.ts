@@ -519,7 +519,7 @@ describe("cloud config validation", () => {
     [
       "a static network on a cloud node",
       (v) => (v.nodes[3].network = { addresses: ["198.51.100.21/24"] }),
-      ["nodes[3].network: is not a setting here. See the README's configuration reference"],
+      ["nodes[3].network: is not a setting here. See docs/configuration.md"],
     ],
   ];
   for (const [label, change, expected] of cases) {

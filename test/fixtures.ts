@@ -2,6 +2,10 @@
 import { StackConfigError, validatePlatformConfig } from "../components/config";
 import type { StackValues } from "./harness";
 
+/** GitHub's published SSH host key (ed25519), as `ssh-keyscan github.com` prints it: public, not a secret. */
+export const GITHUB_KNOWN_HOSTS =
+  "github.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl";
+
 /** Three Proxmox control planes on three hosts behind a VIP (like staging). */
 export function proxmoxCluster(): StackValues {
   return {

@@ -208,7 +208,7 @@ export class Recorder {
             id: inputs.name,
             state: {
               name: inputs.name,
-              outputs: this.behaviour.stackOutputs?.[inputs.name] ?? {},
+              outputs: stackOutputs(this.behaviour, inputs.name),
               secretOutputNames: [],
             },
           }
@@ -223,6 +223,16 @@ export class Recorder {
     this.invokes.push({ token: args.token, inputs, secretPaths, ...versions });
     return fakeInvoke(args.token, inputs, this.behaviour);
   }
+}
+
+/**
+ * A referenced stack's outputs. A stack the test did not list does not exist, and the engine fails the
+ * read as its backend client does: `unknown stack "<name>"`.
+ */
+function stackOutputs(behaviour: MockBehaviour, name: string): Record<string, unknown> {
+  const outputs = behaviour.stackOutputs?.[name];
+  if (outputs === undefined) throw new Error(`unknown stack "${name}"`);
+  return outputs;
 }
 
 /** Fake provider state: inputs plus the outputs a real provider would compute. */

@@ -56,7 +56,9 @@ const duration = z
 const patch = z.union([z.string(), z.record(z.string(), z.unknown())], {
   error: "expected a YAML string or a mapping",
 });
-const patches = z.array(patch);
+/** A list of patches, as `cluster.patches.<scope>` and `nodes[].patches` take them. */
+export const patchListSchema = z.array(patch);
+const patches = patchListSchema;
 
 const nodeNetwork = z.strictObject({
   /** Static addresses with prefix, first one is the node's Talos API address. */
@@ -332,7 +334,7 @@ export const clusterSchema = z.strictObject({
 /** The `talos-platform:proxmox` key. */
 export const proxmoxSchema = z.strictObject({
   /** The Proxmox API URL, e.g. https://pve1.example.net:8006/. */
-  endpoint: z.url({ protocol: /^https?$/, error: "expected an https:// URL of the Proxmox API" }),
+  endpoint: z.url({ protocol: /^https$/, error: "expected an https:// URL of the Proxmox API" }),
   /** Accept a self-signed API certificate. @default false */
   insecure: z.boolean().optional(),
   /** The Proxmox hosts VMs may be placed on. */

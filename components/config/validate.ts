@@ -7,8 +7,16 @@ import { DEPLOY_KEY_PLACEHOLDER, fluxHandoffPatch } from "../flux/handoff";
 import { machinePatches } from "../talos/patches";
 import { estimatedUserDataLength, userDataProblem } from "../talos/userData";
 import { parseVersion } from "../talos/versions";
+import { CHECKS, checkPlainTextCredentials, checkTopLevelKeys } from "./checks";
+import {
+  FOUNDATION_KEYS,
+  FOUNDATION_PROJECT,
+  FOUNDATION_SECRET_KEYS,
+  FOUNDATION_SETTINGS_KEYS,
+} from "./keys";
+import { PARSE_OPTIONS } from "./messages";
 import { Problems, propertyNames } from "./problems";
-import { fqdn, IndexedNode, RULES } from "./rules";
+import { fqdn, IndexedNode, RuleInput, RULES } from "./rules";
 import {
   hostPrefix,
   kubeletAddresses,
@@ -67,6 +75,13 @@ export interface RawStackConfig {
   readonly flux?: unknown;
   /** Secret config keys set on the stack; their values are never read here. */
   readonly secretKeys?: ReadonlySet<string>;
+  /**
+   * Every key set in the project's namespace, secret or not (`cluster`, `proxmoxApiToken`, a
+   * misspelt `dsn`). @default the keys given above with a value, and the secret keys
+   */
+  readonly presentKeys?: ReadonlySet<string>;
+  /** The project (config namespace), for messages. @default "talos-platform" */
+  readonly project?: string;
 }
 
 /** Platform settings keys, in the order their problems are listed. */
@@ -94,19 +109,30 @@ function parse<T>(
   raw: unknown,
   problems: Problems,
 ): T | undefined {
-  const result = schema.safeParse(raw);
+  const result = schema.safeParse(raw, PARSE_OPTIONS);
   if (result.success) return result.data;
   problems.addZodIssues([key], raw, result.error.issues, KNOWN_KEYS);
   return undefined;
 }
 
+/** The keys `raw` sets, when the caller did not say which keys the stack has. */
+function keysGiven(raw: RawStackConfig): Set<string> {
+  const given = FOUNDATION_SETTINGS_KEYS.filter((key) => raw[key] !== undefined);
+  return new Set<string>([...given, ...(raw.secretKeys ?? [])]);
+}
+
 /**
  * Validates the whole stack config. Every section is checked even when another is broken, so the
- * error lists every problem at once.
+ * error lists every problem at once. Pure: callable on a stack file's values without the Pulumi
+ * runtime (see `stackFileValues`).
  * @throws StackConfigError naming each offending key.
  */
 export function validatePlatformConfig(raw: RawStackConfig, stackFile: string): PlatformSpec {
   const problems = new Problems();
+  const secretKeys = raw.secretKeys ?? new Set<string>();
+  const presentKeys = raw.presentKeys ?? keysGiven(raw);
+  checkTopLevelKeys(raw.project ?? FOUNDATION_PROJECT, presentKeys, FOUNDATION_KEYS, problems);
+  checkPlainTextCredentials(FOUNDATION_SECRET_KEYS, presentKeys, secretKeys, stackFile, problems);
   const cluster =
     raw.cluster === undefined
       ? missing("cluster", problems)
@@ -128,58 +154,96 @@ export function validatePlatformConfig(raw: RawStackConfig, stackFile: string): 
       : parse("nodes", nodesSchema, raw.nodes, problems);
   const nodes: IndexedNode[] = [];
   (rawNodes ?? []).forEach((value, index) => {
-    const result = nodeSchema.safeParse(value);
+    const result = nodeSchema.safeParse(value, PARSE_OPTIONS);
     if (result.success) nodes.push({ index, node: result.data });
     else problems.addZodIssues(["nodes", index], value, result.error.issues, KNOWN_KEYS);
   });
 
   const platformsGiven = new Set(PLATFORM_KEYS.filter((key) => raw[key] !== undefined));
-  const input = {
+  const input: RuleInput = {
     cluster,
     proxmox,
     oci,
     openstack,
     platformsGiven,
+    openbao,
     dns,
     flux,
-    openbao,
     servicesGiven: new Set(SERVICE_KEYS.filter((key) => raw[key] !== undefined)),
-    secretKeys: raw.secretKeys ?? new Set<string>(),
+    secretKeys,
+    presentKeys,
     nodes,
     rawNodes: rawNodes ?? [],
+    raw: raw as Readonly<Record<string, unknown>>,
   };
-  for (const rule of RULES) rule(input, problems);
+  for (const rule of [...RULES, ...CHECKS]) rule(input, problems);
+
+  // Normalizing needs the cluster; cloud nodes' user-data sizes are estimated even when other
+  // sections have problems, so the report is complete.
+  const normalize = () => {
+    const context: NormalizeContext | undefined = cluster && {
+      cluster: normalizeCluster(
+        cluster,
+        nodes.map((n) => n.node),
+        oci,
+        openstack,
+      ),
+      rawCluster: cluster,
+      rawOci: oci,
+      rawOpenstack: openstack,
+      proxmox: proxmox && normalizeProxmox(proxmox),
+      oci: oci && normalizeOci(oci),
+      openstack: openstack && normalizeOpenstack(openstack),
+    };
+    const normalized = context ? normalizeNodes(nodes, context) : [];
+    const services = context && normalizeServices(context.cluster, gcp, openbao, dns, flux);
+    if (context && services)
+      checkUserDataEstimates(context.cluster, services, normalized, problems);
+    return { context, normalized, services };
+  };
+  let result: ReturnType<typeof normalize> | undefined;
+  try {
+    result = normalize();
+  } catch (error) {
+    // Normalizing a stack that has problems may trip over them; those problems are the report.
+    if (problems.all.length === 0) throw error;
+  }
   problems.throwIfAny(stackFile);
 
-  // No problems: every section parsed.
-  const context: NormalizeContext = {
-    cluster: normalizeCluster(
-      cluster!,
-      nodes.map((n) => n.node),
-      oci,
-      openstack,
-    ),
-    rawCluster: cluster!,
-    rawOci: oci,
-    rawOpenstack: openstack,
-    proxmox: proxmox && normalizeProxmox(proxmox),
-    oci: oci && normalizeOci(oci),
-    openstack: openstack && normalizeOpenstack(openstack),
+  // No problems: every section parsed and every node normalized.
+  const { context, normalized, services } = result!;
+  const {
+    cluster: clusterSpec,
+    proxmox: proxmoxSpec,
+    oci: ociSpec,
+    openstack: openstackSpec,
+  } = context!;
+  return {
+    cluster: clusterSpec,
+    proxmox: proxmoxSpec,
+    oci: ociSpec,
+    openstack: openstackSpec,
+    services: services!,
+    nodes: normalized.map((node) => node!),
   };
+}
+
+/** Each node normalized, in stack order; undefined where its platform's settings are missing. */
+function normalizeNodes(
+  nodes: readonly IndexedNode[],
+  context: NormalizeContext,
+): (NodeSpec | undefined)[] {
   const pools = new Map<string, number>();
-  const spec: PlatformSpec = {
-    ...context,
-    services: normalizeServices(context.cluster, gcp, openbao, dns, flux),
-    nodes: nodes.map(({ index, node }) => {
-      const pool = `${node.platform}/${node.role}`;
-      const poolIndex = pools.get(pool) ?? 0;
-      pools.set(pool, poolIndex + 1);
-      return normalizeNode(index, node, poolIndex, context);
-    }),
-  };
-  checkUserDataEstimates(spec, problems);
-  problems.throwIfAny(stackFile);
-  return spec;
+  return nodes.map(({ index, node }) => {
+    const pool = `${node.platform}/${node.role}`;
+    const poolIndex = pools.get(pool) ?? 0;
+    pools.set(pool, poolIndex + 1);
+    const settingsMissing =
+      (node.platform === "proxmox" && (!context.proxmox || !node.network)) ||
+      (node.platform === "oci" && !context.oci) ||
+      (node.platform === "openstack" && !context.openstack);
+    return settingsMissing ? undefined : normalizeNode(index, node, poolIndex, context);
+  });
 }
 
 /** The installer reference of the longest form, standing in for the real one in size estimates. */
@@ -189,13 +253,18 @@ const INSTALLER_PLACEHOLDER = `factory.talos.dev/openstack-installer/${"0".repea
  * Cloud nodes carry their whole config as user data, which the platforms limit. The config itself is
  * generated later, so this estimates from the patches (exact check: TalosCluster, before any machine).
  */
-function checkUserDataEstimates(spec: PlatformSpec, problems: Problems): void {
-  for (const node of spec.nodes) {
-    if (node.platform !== "oci" && node.platform !== "openstack") continue;
-    const flux = spec.services.flux;
+function checkUserDataEstimates(
+  cluster: ClusterSpec,
+  services: ServicesSpec,
+  nodes: readonly (NodeSpec | undefined)[],
+  problems: Problems,
+): void {
+  for (const node of nodes) {
+    if (node?.platform !== "oci" && node?.platform !== "openstack") continue;
+    const flux = services.flux;
     const servicePatches =
       flux && node.role === "controlplane" ? [fluxHandoffPatch(flux, DEPLOY_KEY_PLACEHOLDER)] : [];
-    const patches = machinePatches(spec.cluster, node, INSTALLER_PLACEHOLDER, servicePatches);
+    const patches = machinePatches(cluster, node, INSTALLER_PLACEHOLDER, servicePatches);
     const problem = userDataProblem(node, estimatedUserDataLength(node.role, patches), true);
     if (problem) problems.addMessage(problem);
   }
@@ -259,7 +328,7 @@ interface NormalizeContext {
 
 function missing(key: string, problems: Problems): undefined {
   problems.add([key], "required", {
-    hint: "See the README's configuration reference and Pulumi.staging.yaml",
+    hint: "See docs/configuration.md and Pulumi.staging.yaml",
   });
   return undefined;
 }
