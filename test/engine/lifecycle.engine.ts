@@ -212,7 +212,7 @@ describe("the engine tier: the real Pulumi engine and Talos provider", function 
       assert.match(up.stderr, /^up foundation\/engine: 2 resources failed; got:$/m);
       assert.match(
         up.stderr,
-        /- create talos:machine\/configurationApply:ConfigurationApply "engine-cp-1-config": .*127\.0\.20\.11/,
+        /- create talos:machine\/configurationApply:ConfigurationApply "engine-cp-1-config": .*127\.14\.20\.11/,
       );
       assert.match(up.stdout, /up foundation\/engine: failed after \S+; 2 failed resources/);
     });
