@@ -453,10 +453,15 @@ func applyConfiguration(ctx context.Context, news resource.PropertyMap, preview 
 		return nil, fmt.Errorf("Error applying configuration: the node would refuse it: %w", err)
 	}
 	node := str(news, "node")
+	resolved := mode
 	err = withNode(ctx, str(news, "endpoint"), node, objectOf(news["clientConfiguration"]), timeout,
 		func(ctx context.Context, c *client.Client) error {
-			_, err := c.ApplyConfiguration(ctx, &machine.ApplyConfigurationRequest{
-				Mode: machine.ApplyConfigurationRequest_Mode(machine.ApplyConfigurationRequest_Mode_value[strings.ToUpper(mode)]),
+			var err error
+			if resolved, err = resolveApplyMode(ctx, c, mode, rendered); err != nil {
+				return err
+			}
+			_, err = c.ApplyConfiguration(ctx, &machine.ApplyConfigurationRequest{
+				Mode: machine.ApplyConfigurationRequest_Mode(machine.ApplyConfigurationRequest_Mode_value[strings.ToUpper(resolved)]),
 				Data: rendered,
 			})
 			return err
@@ -464,7 +469,31 @@ func applyConfiguration(ctx context.Context, news resource.PropertyMap, preview 
 	if err != nil {
 		return nil, fmt.Errorf("Error applying configuration: %w", err)
 	}
+	outputs["resolvedApplyMode"] = resource.NewStringProperty(resolved)
 	return outputs, nil
+}
+
+// resolveApplyMode turns the provider's staged_if_needing_reboot into a Talos API mode, as the
+// real provider does: a dry run in AUTO mode asks the node whether the change needs a reboot; if
+// it does the config is staged, otherwise applied in AUTO mode. (staged_if_needing_reboot is no
+// Talos API mode: sent as it is, it would be the enum's zero value, REBOOT.) Every other mode is
+// sent as it is.
+func resolveApplyMode(ctx context.Context, c *client.Client, mode string, rendered []byte) (string, error) {
+	if mode != "staged_if_needing_reboot" {
+		return mode, nil
+	}
+	dry, err := c.ApplyConfiguration(ctx, &machine.ApplyConfigurationRequest{
+		Mode: machine.ApplyConfigurationRequest_AUTO, Data: rendered, DryRun: true,
+	})
+	if err != nil {
+		return "", err
+	}
+	for _, m := range dry.GetMessages() {
+		if m.GetMode() == machine.ApplyConfigurationRequest_REBOOT {
+			return "staged", nil
+		}
+	}
+	return "auto", nil
 }
 
 func renderConfiguration(input string, patchTexts []string) ([]byte, error) {
