@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds, once, the two programs the emulator tier needs and caches them in the git-ignored
-# .engine/bin of the repository (ENGINE_BIN overrides it; so does ENGINE_TOOLS_DIR, the engine
-# tier's cache, as $ENGINE_TOOLS_DIR/bin):
+# Builds, once, the two programs the emulator tier needs and caches them in the engine tier's
+# git-ignored cache, .engine-tools/bin of the repository (ENGINE_TOOLS_DIR moves it, as for
+# scripts/engine-tools.sh; ENGINE_BIN names the folder itself):
 #   talosctl-<version>  talosctl from its Go module github.com/siderolabs/talos, at the version of the
 #                       machinery module terraform-provider-talos v0.11.0 uses (v1.13.0); `talosctl`
 #                       links to it
@@ -19,7 +19,7 @@ if [ -n "${ENGINE_BIN:-}" ]; then
 elif [ -n "${ENGINE_TOOLS_DIR:-}" ]; then
   bin="$ENGINE_TOOLS_DIR/bin"
 else
-  bin="$repo/.engine/bin"
+  bin="$repo/.engine-tools/bin"
 fi
 mkdir -p "$bin"
 

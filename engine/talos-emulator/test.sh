@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The emulator tier in one command (npm run test:emulator): builds talosctl and the emulator once
-# (build.sh, cached in .engine/bin), runs the emulator's Go tests against Talos' own client and
+# (build.sh, cached in .engine-tools/bin), runs the emulator's Go tests against Talos' own client and
 # health-check code, then the smoke test that drives five emulated nodes with the real talosctl and
 # the project's talosctl client. Needs Go; says so in one line and exits 3 without it.
 set -euo pipefail

@@ -17,7 +17,7 @@ export interface EmulatorTools {
 }
 
 /**
- * Builds (or finds cached in .engine/bin) talosctl and the emulator. Rejects with build.sh's own
+ * Builds (or finds cached in .engine-tools/bin) talosctl and the emulator. Rejects with build.sh's own
  * one-line message when Go is missing.
  */
 export function buildEmulatorTools(timeoutMs = 45 * 60_000): EmulatorTools {

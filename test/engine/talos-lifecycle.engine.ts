@@ -16,6 +16,7 @@ import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { parse } from "yaml";
+import { spawnRunner } from "../../automation/dayTwo/talosctl";
 import { ExitCode } from "../../automation/errors";
 import {
   buildEmulatorTools,
@@ -38,7 +39,6 @@ const NODES = [
   { name: "worker-1", address: `${SUBNET}.21`, role: "worker" },
   { name: "worker-2", address: `${SUBNET}.22`, role: "worker" },
 ] as const;
-const CONTROL_PLANES = NODES.filter((n) => n.role === "controlplane");
 /** The CLI's waits, short: the emulator reboots in seconds. */
 const WAITS = ["--upgrade-timeout", "2m", "--node-timeout", "2m", "--health-timeout", "1m"];
 /** A change Talos can only apply with a reboot (so `up` stages it). */
@@ -178,7 +178,6 @@ describe("the engine tier: the lifecycle on five emulated Talos nodes", function
       const run = await cli(["talosconfig", STACK, "--out", file]);
       assert.equal(run.code, ExitCode.ok, explain(run));
       assert.equal(fs.statSync(file).mode & 0o777, 0o600);
-      const { spawnRunner } = await import("../../automation/dayTwo/talosctl");
       const version = await spawnRunner(
         emulatorTools.talosctl,
         ["--talosconfig", file, "--nodes", NODES.map((n) => n.address).join(","), "version"],
@@ -189,6 +188,33 @@ describe("the engine tier: the lifecycle on five emulated Talos nodes", function
         assert.match(version.stdout, new RegExp(`NODE:\\s+${node.address.replace(/\./g, "\\.")}`));
       }
       assert.equal(version.stdout.match(/Tag:\s+v1\.13\.0/g)?.length, NODES.length + 1);
+    });
+  });
+
+  describe("2b. up's health gate: Talos' own checks", () => {
+    it("fails while a worker is unhealthy, naming the node and the check's error, rebooting nothing", async () => {
+      const text = fs.readFileSync(stackFile, "utf8");
+      const before = await emulator.status();
+      await emulator.setFaults("worker-2", { unhealthy: true });
+      fs.writeFileSync(stackFile, text.replace("      timeout: 60s\n", "      timeout: 15s\n"));
+      let run: CliRun;
+      try {
+        run = await cli(["up", STACK]);
+      } finally {
+        fs.writeFileSync(stackFile, text);
+        await emulator.setFaults("worker-2", {});
+      }
+      assert.equal(run.code, ExitCode.failed, explain(run));
+      assert.match(
+        run.stderr,
+        /getHealth returned an error: cluster health check failed: .*127\.15\.20\.22: emulated fault: node unhealthy/,
+      );
+      // The program's unhandled exception without Node's stack frames (an operator's message).
+      assert.doesNotMatch(run.stdout + run.stderr, /^\s+at |<ref \*|promise: Promise/m);
+      assert.deepEqual(
+        (await emulator.status()).map((n) => n.bootId),
+        before.map((n) => n.bootId),
+      );
     });
   });
 

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -14,6 +13,9 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/siderolabs/crypto/x509"
+	"github.com/siderolabs/talos/pkg/cluster"
+	"github.com/siderolabs/talos/pkg/cluster/check"
+	"github.com/siderolabs/talos/pkg/conditions"
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"github.com/siderolabs/talos/pkg/machinery/client"
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
@@ -573,9 +575,10 @@ func kubernetesClient(raw []byte) resource.PropertyValue {
 	})
 }
 
-// health asks every control plane for its version: a node that does not answer fails the check.
-// (The real provider runs Talos' full cluster health check; the node emulator of the next issue
-// serves that.)
+// health runs Talos' own cluster checks client side, as the real provider's getHealth does
+// (terraform-provider-talos: a Talos client on the endpoints, check.DefaultClusterChecks, or
+// check.PreBootSequenceChecks with skipKubernetesChecks, waited for up to timeouts.read); the
+// Kubernetes checks use the kubeconfig Talos hands out, at the cluster endpoint.
 func health(ctx context.Context, args resource.PropertyMap) (resource.PropertyMap, error) {
 	timeout := 10 * time.Minute
 	if s := str(objectOf(args["timeouts"]), "read"); s != "" {
@@ -583,21 +586,65 @@ func health(ctx context.Context, args resource.PropertyMap) (resource.PropertyMa
 			timeout = d
 		}
 	}
-	cc := objectOf(args["clientConfiguration"])
-	var problems []string
-	for _, node := range append(strings_(args["controlPlaneNodes"]), strings_(args["workerNodes"])...) {
-		err := withNode(ctx, node, node, cc, timeout, func(ctx context.Context, c *client.Client) error {
-			_, err := c.Version(ctx)
-			return err
-		})
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", node, err))
-		}
+	cfg, err := talosClientConfig("dynamic", objectOf(args["clientConfiguration"]))
+	if err != nil {
+		return nil, err
 	}
-	if len(problems) > 0 {
-		return nil, errors.New("cluster is not healthy: " + strings.Join(problems, "; "))
+	c, err := client.New(ctx, client.WithConfig(cfg), client.WithEndpoints(strings_(args["endpoints"])...))
+	if err != nil {
+		return nil, fmt.Errorf("failed to create talos client: %w", err)
+	}
+	defer c.Close() //nolint:errcheck
+	clientProvider := &cluster.ConfigClientProvider{DefaultClient: c}
+	defer clientProvider.Close() //nolint:errcheck
+	controlPlanes, err := cluster.IPsToNodeInfos(strings_(args["controlPlaneNodes"]))
+	if err != nil {
+		return nil, fmt.Errorf("failed to generate node infos: %w", err)
+	}
+	workers, err := cluster.IPsToNodeInfos(strings_(args["workerNodes"]))
+	if err != nil {
+		return nil, fmt.Errorf("failed to generate node infos: %w", err)
+	}
+	state := struct {
+		cluster.ClientProvider
+		cluster.K8sProvider
+		cluster.Info
+	}{
+		ClientProvider: clientProvider,
+		K8sProvider:    &cluster.KubernetesClient{ClientProvider: clientProvider},
+		Info: &nodeList{
+			byType: map[machinetype.Type][]cluster.NodeInfo{
+				machinetype.TypeControlPlane: controlPlanes,
+				machinetype.TypeWorker:       workers,
+			},
+			all: append(append([]cluster.NodeInfo{}, controlPlanes...), workers...),
+		},
+	}
+	checks := check.DefaultClusterChecks()
+	if boolOf(args["skipKubernetesChecks"]) {
+		checks = check.PreBootSequenceChecks()
+	}
+	checkCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	reporter := &lastCondition{}
+	if err := check.Wait(checkCtx, &state, checks, reporter); err != nil {
+		return nil, fmt.Errorf("cluster health check failed: %w (last: %s)", err, reporter.last)
 	}
 	out := copyMap(args)
 	out["id"] = resource.NewStringProperty("cluster_health")
 	return out, nil
 }
+
+// nodeList is the cluster.Info of the nodes the check was given.
+type nodeList struct {
+	byType map[machinetype.Type][]cluster.NodeInfo
+	all    []cluster.NodeInfo
+}
+
+func (l *nodeList) Nodes() []cluster.NodeInfo                         { return l.all }
+func (l *nodeList) NodesByType(t machinetype.Type) []cluster.NodeInfo { return l.byType[t] }
+
+// lastCondition keeps the last state a check reported, for the error.
+type lastCondition struct{ last string }
+
+func (r *lastCondition) Update(condition conditions.Condition) { r.last = condition.String() }
