@@ -14,6 +14,7 @@
 // The emulator's delays are real but short; every CLI wait is bounded by its flags.
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
+import * as https from "node:https";
 import * as path from "node:path";
 import { parse } from "yaml";
 import { spawnRunner } from "../../automation/dayTwo/talosctl";
@@ -54,6 +55,42 @@ function created(run: CliRun, type: string): string[] {
       ? [e.resOutputsEvent.metadata.urn.split("::").at(-1)!]
       : [],
   );
+}
+
+/** The parts of a kubeconfig the test reads. */
+interface Kubeconfig {
+  clusters: { cluster: { server: string; "certificate-authority-data": string } }[];
+  users: { user: { "client-certificate-data": string; "client-key-data": string } }[];
+}
+
+/** GET on the Kubernetes API with a kubeconfig's admin credentials (verified TLS both ways). */
+function kubeGet(kubeconfig: Kubeconfig, route: string): Promise<unknown> {
+  const { server, "certificate-authority-data": ca } = kubeconfig.clusters[0].cluster;
+  const user = kubeconfig.users[0].user;
+  const pem = (data: string) => Buffer.from(data, "base64");
+  return new Promise((resolve, reject) => {
+    const request = https.get(
+      new URL(route, server),
+      {
+        ca: pem(ca),
+        cert: pem(user["client-certificate-data"]),
+        key: pem(user["client-key-data"]),
+        timeout: 30_000,
+      },
+      (response) => {
+        let body = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => (body += chunk));
+        response.on("end", () =>
+          response.statusCode === 200
+            ? resolve(JSON.parse(body))
+            : reject(new Error(`GET ${route}: ${response.statusCode} ${body}`)),
+        );
+      },
+    );
+    request.on("timeout", () => request.destroy(new Error(`GET ${route}: timed out`)));
+    request.on("error", reject);
+  });
 }
 
 describe("the engine tier: the lifecycle on five emulated Talos nodes", function () {
@@ -163,16 +200,23 @@ describe("the engine tier: the lifecycle on five emulated Talos nodes", function
   });
 
   describe("2. kubeconfig and talosconfig exported", () => {
-    it("writes a 0600 kubeconfig for the cluster endpoint", async () => {
+    it("writes a 0600 kubeconfig for the cluster endpoint, whose credentials the API accepts", async () => {
       const file = path.join(sandbox.dir, "lifecycle.kubeconfig");
       const run = await cli(["kubeconfig", STACK, "--out", file]);
       assert.equal(run.code, ExitCode.ok, explain(run));
       assert.equal(fs.statSync(file).mode & 0o777, 0o600);
-      const kubeconfig = parse(fs.readFileSync(file, "utf8")) as {
-        clusters: { cluster: { server: string } }[];
-      };
-      assert.equal(kubeconfig.clusters[0].cluster.server, `https://${SUBNET}.10:6443`);
+      const kubeconfig = parse(fs.readFileSync(file, "utf8")) as Kubeconfig;
+      const server = kubeconfig.clusters[0].cluster.server;
+      assert.equal(server, `https://${SUBNET}.10:6443`);
       assert.doesNotMatch(run.stdout, /BEGIN|client-key/);
+      // Its admin credentials work against the cluster's (emulated) Kubernetes API.
+      const nodes = (await kubeGet(kubeconfig, "/api/v1/nodes")) as {
+        items: { metadata: { name: string } }[];
+      };
+      assert.deepEqual(
+        nodes.items.map((n) => n.metadata.name).sort(),
+        NODES.map((n) => n.name),
+      );
     });
 
     it("writes a 0600 talosconfig that talosctl uses against every node (mTLS)", async () => {
@@ -233,6 +277,11 @@ describe("the engine tier: the lifecycle on five emulated Talos nodes", function
       );
       const run = await cli(["up", STACK]);
       assert.equal(run.code, ExitCode.ok, explain(run));
+      assert.deepEqual(
+        created(run, "talos:machine/bootstrap:Bootstrap"),
+        [],
+        "no second bootstrap",
+      );
       const after = await emulator.status();
       assert.deepEqual(
         after.map((n) => n.bootId),
