@@ -513,15 +513,60 @@ func renderConfiguration(input string, patchTexts []string) ([]byte, error) {
 	return out.Bytes()
 }
 
+// resetOnDestroy resets the node as the real provider's Delete does: STATE and EPHEMERAL wiped
+// (the machine config and etcd data; the installation stays), then, with a reboot, it waits until
+// the node answers in maintenance mode.
 func resetOnDestroy(ctx context.Context, outputs resource.PropertyMap, timeout time.Duration) error {
 	onDestroy := objectOf(outputs["onDestroy"])
 	if !boolOf(onDestroy["reset"]) {
 		return nil
 	}
-	return withNode(ctx, str(outputs, "endpoint"), str(outputs, "node"), objectOf(outputs["clientConfiguration"]), timeout,
+	node := str(outputs, "node")
+	endpoint := str(outputs, "endpoint")
+	if endpoint == "" {
+		endpoint = node
+	}
+	err := withNode(ctx, endpoint, node, objectOf(outputs["clientConfiguration"]), timeout,
 		func(ctx context.Context, c *client.Client) error {
-			return c.Reset(ctx, boolOf(onDestroy["graceful"]), boolOf(onDestroy["reboot"]))
+			return c.ResetGeneric(ctx, &machine.ResetRequest{
+				Graceful: boolOf(onDestroy["graceful"]),
+				Reboot:   boolOf(onDestroy["reboot"]),
+				SystemPartitionsToWipe: []*machine.ResetPartitionSpec{
+					{Label: constants.StatePartitionLabel, Wipe: true},
+					{Label: constants.EphemeralPartitionLabel, Wipe: true},
+				},
+			})
 		})
+	if err != nil {
+		return fmt.Errorf("Error resetting machine: %w", err)
+	}
+	if !boolOf(onDestroy["reboot"]) {
+		return nil
+	}
+	deadline := time.Now().Add(timeout)
+	for !inMaintenance(ctx, endpoint, node) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("Error resetting machine: %s did not answer in maintenance mode within %s", node, timeout)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	return nil
+}
+
+// inMaintenance tells whether the node answers without a client certificate (maintenance mode).
+func inMaintenance(ctx context.Context, endpoint, node string) bool {
+	callCtx, cancel := context.WithTimeout(client.WithNode(ctx, node), 10*time.Second)
+	defer cancel()
+	c, err := client.New(callCtx, client.WithTLSConfig(&tls.Config{InsecureSkipVerify: true}), client.WithEndpoints(endpoint)) //nolint:gosec // maintenance mode, as the real provider
+	if err != nil {
+		return false
+	}
+	defer c.Close() //nolint:errcheck
+	_, err = c.Disks(callCtx)
+	return err == nil
 }
 
 func bootstrap(ctx context.Context, news resource.PropertyMap, timeout time.Duration) error {
