@@ -1,20 +1,16 @@
 // The command line: `npm run platform -- <command> <env> [--layer bootstrap|foundation|app]`.
 // Parses with commander and dispatches to the commands; every error becomes one message on stderr
-// and an exit code (see ExitCode), never a stack trace.
+// and an exit code (see ExitCode), never a stack trace. Each command's implementation is imported
+// when it runs: `--help`, usage errors and the commands that need no engine never load the
+// Automation API (about a second) or the programs.
 import { Command, CommanderError, Option } from "commander";
-import {
-  CREDENTIAL_OUTPUTS,
-  type OperationRequest,
-  listStacks,
-  runOperation,
-  showOutputs,
-  writeCredential,
-} from "./commands";
+import type { OperationRequest } from "./commands/operation";
+import { CREDENTIAL_OUTPUTS } from "./commands/outputNames";
 import type { CliContext } from "./context";
 import { DAY_TWO_EXAMPLES, registerDayTwoCommands } from "./commands/dayTwo";
 import { ExitCode, type ExitCodeValue, reportError } from "./errors";
 import type { Operation } from "./guards";
-import { DEFAULT_LAYER, LAYER_CHOICES, LAYER_NAMES, type LayerName } from "./layers";
+import { DEFAULT_LAYER, LAYER_CHOICES, LAYER_NAMES, type LayerName } from "./layerNames";
 
 /** How the operator runs the CLI; used in usage lines and messages. */
 export const INVOCATION = "npm run platform --";
@@ -81,6 +77,7 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
       .addOption(layerOption(true))
       .addOption(installCliOption());
   const runEngine = (operation: Operation) => async (env: string, options: EngineOptions) => {
+    const { runOperation } = await import("./commands/operation");
     done(await runOperation(ctx, operationRequest(operation, env, options)));
   };
   const skipMissingLayer = "succeed with a note when the layer has no Pulumi.yaml yet";
@@ -119,6 +116,7 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
         env: string,
         options: { layer: LayerName } & CliOptions & { showSecrets?: boolean; json?: boolean },
       ) => {
+        const { showOutputs } = await import("./commands/outputs");
         done(
           await showOutputs(ctx, {
             layer: options.layer,
@@ -142,6 +140,7 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
       .addOption(installCliOption())
       .option("--out <file>", `where to write it (default: ./<env>.${kind})`)
       .action(async (env: string, options: { layer: LayerName; out?: string } & CliOptions) => {
+        const { writeCredential } = await import("./commands/outputs");
         done(
           await writeCredential(ctx, {
             kind,
@@ -158,7 +157,8 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
     .command("stacks")
     .description("list the environments of each layer (from the Pulumi.<env>.yaml files)")
     .addOption(layerOption(true, "all"))
-    .action((options: LayerOption) => {
+    .action(async (options: LayerOption) => {
+      const { listStacks } = await import("./commands/stacks");
       done(listStacks(ctx, options.layer));
     });
 

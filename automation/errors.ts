@@ -1,7 +1,19 @@
 // One error format for the CLI, `<what>: <problem>; got <value>. <fix>`, and the exit codes scripts
 // can rely on. Engine and Automation API errors are translated here so the operator never sees a
 // stack trace or the Pulumi CLI's raw stdout/stderr dump.
-import { CommandError, ConcurrentUpdateError, StackNotFoundError } from "@pulumi/pulumi/automation";
+import type * as automation from "@pulumi/pulumi/automation";
+
+/**
+ * The Automation API's error classes, loaded when an engine error is translated (the engine has run,
+ * so the API is loaded already): commands that never run the engine must not pay its second of load.
+ */
+function automationErrors(): Pick<
+  typeof automation,
+  "CommandError" | "ConcurrentUpdateError" | "StackNotFoundError"
+> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require("@pulumi/pulumi/automation");
+}
 
 /** Exit codes of `npm run platform`; documented in the README so scripts can branch on them. */
 export const ExitCode = {
@@ -145,6 +157,7 @@ export interface EngineErrorContext {
  */
 export function translateEngineError(error: unknown, context: EngineErrorContext): Error {
   if (error instanceof UserError || error instanceof OperationFailedError) return error;
+  const { CommandError, ConcurrentUpdateError, StackNotFoundError } = automationErrors();
   const stderr = commandStderr(error);
   if (
     error instanceof ConcurrentUpdateError ||

@@ -8,11 +8,11 @@ const VM = "proxmoxve:index/vmLegacy:VmLegacy";
 const APPLY = "talos:machine/configurationApply:ConfigurationApply";
 
 describe("the repository's stack files", () => {
-  it("Pulumi.yaml is a TypeScript nodejs project whose required keys are described", () => {
+  it("Pulumi.yaml is a nodejs project (the compiled program) whose required keys are described", () => {
     const project = parse(readFileSync(path.join(ROOT, "Pulumi.yaml"), "utf8"));
     assert.equal(project.name, "talos-platform");
-    assert.deepEqual(project.runtime, { name: "nodejs", options: { typescript: true } });
-    assert.equal(project.main, "index.ts");
+    assert.deepEqual(project.runtime, { name: "nodejs", options: { typescript: false } });
+    assert.equal(project.main, "program.js");
     for (const key of ["cluster", "nodes"])
       assert.ok(project.config[key].description.length > 40, `${key} lacks a description`);
   });

@@ -1,20 +1,13 @@
 // Registers the day-two commands (preflight, upgrade talos|kubernetes, etcd snapshot|restore,
-// replace-node, drift) on the CLI's commander program; the work is in automation/dayTwo/.
+// replace-node, drift) on the CLI's commander program; the work is in automation/dayTwo/, loaded
+// only when one of these commands runs (`--help` and usage errors load none of it).
 import { type Command, Option } from "commander";
 import type { CliContext } from "../context";
 import type { ExitCodeValue } from "../errors";
-import {
-  DEFAULT_KEEP_SNAPSHOTS,
-  drift,
-  etcdRestore,
-  etcdSnapshot,
-  parseKeep,
-  parseMaxUnavailable,
-  preflight,
-  replaceNode,
-  upgradeKubernetes,
-  upgradeTalos,
-} from "../dayTwo";
+import { DEFAULT_KEEP_SNAPSHOTS, parseKeep, parseMaxUnavailable } from "../dayTwo/options";
+
+/** The day-two commands' implementation, loaded on first use. */
+const dayTwo = () => import("../dayTwo");
 
 /** Examples for the CLI's help. */
 export const DAY_TWO_EXAMPLES = [
@@ -72,6 +65,7 @@ export function registerDayTwoCommands(
     )
     .addOption(installCli())
     .action(async (env: string, options: Common & { talos?: string; kubernetes?: string }) => {
+      const { preflight } = await dayTwo();
       done(
         await preflight(ctx, {
           env,
@@ -117,6 +111,7 @@ export function registerDayTwoCommands(
           keepSnapshots: number;
         },
       ) => {
+        const { upgradeTalos } = await dayTwo();
         done(
           await upgradeTalos(ctx, {
             env,
@@ -146,6 +141,7 @@ export function registerDayTwoCommands(
         env: string,
         options: Common & { to: string; write: boolean; keepSnapshots: number },
       ) => {
+        const { upgradeKubernetes } = await dayTwo();
         done(
           await upgradeKubernetes(ctx, {
             env,
@@ -169,6 +165,7 @@ export function registerDayTwoCommands(
     .addOption(keepOption())
     .addOption(installCli())
     .action(async (env: string, options: Common & { out?: string; keepSnapshots: number }) => {
+      const { etcdSnapshot } = await dayTwo();
       done(
         await etcdSnapshot(ctx, {
           env,
@@ -196,6 +193,7 @@ export function registerDayTwoCommands(
         env: string,
         options: Common & { from: string; yes?: boolean; allowHealthy?: boolean },
       ) => {
+        const { etcdRestore } = await dayTwo();
         done(
           await etcdRestore(ctx, {
             env,
@@ -218,6 +216,7 @@ export function registerDayTwoCommands(
     .option("--yes", "confirm the etcd member removal in advance")
     .addOption(installCli())
     .action(async (env: string, node: string, options: Common & { yes?: boolean }) => {
+      const { replaceNode } = await dayTwo();
       done(
         await replaceNode(ctx, {
           env,
@@ -236,6 +235,7 @@ export function registerDayTwoCommands(
     .argument("<env>", envArgument)
     .addOption(installCli())
     .action(async (env: string, options: Common) => {
+      const { drift } = await dayTwo();
       done(await drift(ctx, { env, installCli: options.installCli === true }));
     });
 }

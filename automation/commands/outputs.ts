@@ -9,15 +9,12 @@ import { ExitCode, type ExitCodeValue, UserError, translateEngineError } from ".
 import { writePrivateFile } from "../files";
 import { type LayerName, readStackFile, requireEnvironment, resolveLayer } from "../layers";
 import type { StackOperations } from "../workspace";
+import { CREDENTIAL_OUTPUTS, type CredentialOutput } from "./outputNames";
 
 /** How a secret output is shown. */
 export const SECRET_PLACEHOLDER = "[secret]";
 
-/** The credentials the foundation exports; their content never goes to stdout, even when asked. */
-export const CREDENTIAL_OUTPUTS = ["kubeconfig", "talosconfig"] as const;
-
-/** One of {@link CREDENTIAL_OUTPUTS}. */
-export type CredentialOutput = (typeof CREDENTIAL_OUTPUTS)[number];
+export * from "./outputNames";
 
 /** Which stack to read. */
 export interface ReadRequest {

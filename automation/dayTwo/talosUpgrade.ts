@@ -15,7 +15,14 @@ import {
 } from "./cluster";
 import { formatDuration } from "./clock";
 import { type DayTwoDeps, dayTwoDeps } from "./deps";
-import { healthGate, quorumGate, sameVersion, versionGate, waitForNode } from "./gates";
+import {
+  type GateResult,
+  healthGate,
+  quorumGate,
+  sameVersion,
+  versionGate,
+  waitForNode,
+} from "./gates";
 import { withFoundationLock } from "./lock";
 import { formatReport, liveChecks, observeCluster, preflightError } from "./preflight";
 import { withTalos } from "./session";
@@ -23,6 +30,8 @@ import { takeSnapshot } from "./snapshots";
 import { applyBump, describeBump, planBump } from "./stackFile";
 import type { TalosClient } from "./talosClient";
 import { retagImage } from "./talosctlOutput";
+
+export { parseMaxUnavailable } from "./options";
 
 /** How long each wait of a roll may take. */
 export interface RolloutTimeouts {
@@ -79,20 +88,6 @@ export function talosTarget(value: string): string {
     });
   }
   return `v${version.version}`;
-}
-
-/** Parses `--max-unavailable`. */
-export function parseMaxUnavailable(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) {
-    throw new UserError({
-      what: "--max-unavailable",
-      problem: "must be a whole number of at least 1",
-      got: JSON.stringify(value),
-      fix: "Use e.g. --max-unavailable 2 (workers upgraded at once; control planes always go one by one)",
-    });
-  }
-  return n;
 }
 
 /** Control planes one per batch, then workers `maxUnavailable` per batch, in stack-file order. */
@@ -160,6 +155,35 @@ async function roll(
   const done: ClusterNode[] = [];
   let stop: Stop | undefined;
   const touched = new Set<string>();
+  /** The nodes of the batch under way and how far each got: what a forced stop leaves unverified. */
+  const inFlight = new Map<ClusterNode, string>();
+  const untouched = () => pending.filter((n) => !touched.has(n.name));
+  const summary = () => [
+    ...(already.length > 0
+      ? [`  already on ${to} before this run: ${already.map((n) => n.name).join(", ")}`]
+      : []),
+    ...(snapshotFile
+      ? [`  etcd snapshot from before the roll: ${path.relative(ctx.repoRoot, snapshotFile)}`]
+      : []),
+    `  ${path.basename(cluster.stack.file)} was not changed (it still says talosVersion ${cluster.stack.talosVersion})`,
+  ];
+  /** Said when the operator stops the run at once (a second interrupt) while a batch is under way. */
+  const forcedStopReport = () => {
+    const nodes = [...inFlight.keys()];
+    const verified = done.filter((n) => !inFlight.has(n));
+    return [
+      `upgrade talos ${request.env}: stopped at once while ${nodes.map((n) => n.name).join(", ")} ${nodes.length === 1 ? "was" : "were"} being upgraded to ${to}`,
+      `  upgraded:    ${verified.map((n) => n.name).join(", ") || "(none)"}`,
+      ...nodes.map((n) => `  unverified:  ${n.name} (${n.address}): ${inFlight.get(n)}`),
+      `  not touched: ${
+        untouched()
+          .map((n) => n.name)
+          .join(", ") || "(none)"
+      }`,
+      ...summary(),
+      `  Check ${nodes.length === 1 ? "it" : "them"} first (${nodes.map((n) => `talosctl -n ${n.address} version`).join("; ")}; talosctl health), then resume: ${resumeCommand(request, to)}`,
+    ].join("\n");
+  };
 
   if (pending.length > 0) {
     const cps = pending.filter((n) => n.role === "controlplane").length;
@@ -187,9 +211,14 @@ async function roll(
       const label = (node: ClusterNode) =>
         `[${pending.indexOf(node) + 1}/${pending.length}] ${node.name}`;
       index += batch.length;
-      // SIGTERM (a CI runner, kill) lets the node under way finish, then stops before the next one.
-      if (ctx.signal?.aborted) {
-        stop = { node: batch[0], step: "interrupted", reason: "the run was asked to stop" };
+      // An interrupt (Ctrl-C, SIGTERM from a CI runner or kill) lets the batch under way finish and
+      // be verified, then stops before the next one.
+      if (ctx.signal?.aborted || ctx.interrupts?.stopping.aborted) {
+        stop = {
+          node: batch[0],
+          step: "interrupted",
+          reason: "the run was asked to stop; every node before it was upgraded and verified",
+        };
         break;
       }
       if (batch[0].role === "controlplane") {
@@ -203,41 +232,60 @@ async function roll(
       for (const node of batch) {
         out(`${label(node)} (${node.address}): upgrading with ${images.get(node.name)}`);
         touched.add(node.name);
+        inFlight.set(
+          node,
+          "mid-upgrade (talosctl upgrade was running); version and health not checked",
+        );
       }
-      const nodeStart = deps.clock.now();
-      const results = await Promise.allSettled(
-        batch.map((node) =>
-          client.upgrade(node.address, images.get(node.name)!, timeouts.upgradeMs),
-        ),
+      const endStep = ctx.interrupts?.begin(
+        `${batch.map((n) => n.name).join(", ")} ${batch.length === 1 ? "is" : "are"} being upgraded to ${to} and will be checked (version, health) first`,
+        forcedStopReport,
       );
       const stops: Stop[] = [];
-      for (const [i, node] of batch.entries()) {
-        const result = results[i];
-        if (result.status === "rejected") {
-          stops.push({
-            node,
-            step: "upgrade",
-            reason: String((result.reason as Error)?.message ?? result.reason),
-          });
-          continue;
-        }
-        const back = await waitForNode(client, deps.clock, node, {
-          timeoutMs: timeouts.nodeMs,
-          pollMs: timeouts.pollMs,
-        });
-        if (!back.ok) {
-          stops.push({ node, step: "come back", reason: back.reason });
-          continue;
-        }
-        const version = versionGate(back.version, to);
-        if (!version.ok) {
-          stops.push({ node, step: "version", reason: version.reason });
-          continue;
-        }
-        done.push(node);
-        out(
-          `${label(node)}: back on ${back.version} after ${formatDuration(deps.clock.now() - nodeStart)}`,
+      let health: GateResult | undefined;
+      try {
+        const nodeStart = deps.clock.now();
+        const results = await Promise.allSettled(
+          batch.map((node) =>
+            client.upgrade(node.address, images.get(node.name)!, timeouts.upgradeMs),
+          ),
         );
+        for (const [i, node] of batch.entries()) {
+          const result = results[i];
+          if (result.status === "rejected") {
+            stops.push({
+              node,
+              step: "upgrade",
+              reason: `${String((result.reason as Error)?.message ?? result.reason)} (the node may still be upgrading on its own)`,
+            });
+            continue;
+          }
+          inFlight.set(node, "upgrade command done; waiting for it to answer, version not checked");
+          const back = await waitForNode(client, deps.clock, node, {
+            timeoutMs: timeouts.nodeMs,
+            pollMs: timeouts.pollMs,
+          });
+          if (!back.ok) {
+            stops.push({ node, step: "come back", reason: back.reason });
+            continue;
+          }
+          const version = versionGate(back.version, to);
+          if (!version.ok) {
+            stops.push({ node, step: "version", reason: version.reason });
+            continue;
+          }
+          done.push(node);
+          inFlight.set(node, `back on ${back.version}; the cluster's health was not checked`);
+          out(
+            `${label(node)}: back on ${back.version} after ${formatDuration(deps.clock.now() - nodeStart)}`,
+          );
+        }
+        if (stops.length === 0) {
+          health = await healthGate(client, cluster, timeouts.healthMs, batch[0]);
+        }
+      } finally {
+        endStep?.();
+        inFlight.clear();
       }
       if (stops.length > 0) {
         stop = stops[0];
@@ -245,9 +293,12 @@ async function roll(
           out(`  also failed: ${extra.node.name} (${extra.step}): ${extra.reason}`);
         break batches;
       }
-      const health = await healthGate(client, cluster, timeouts.healthMs, batch[0]);
-      if (!health.ok) {
-        stop = { node: batch[batch.length - 1], step: "health", reason: health.reason };
+      if (!health?.ok) {
+        stop = {
+          node: batch[batch.length - 1],
+          step: "health",
+          reason: health && !health.ok ? health.reason : "the health check did not run",
+        };
         break;
       }
       const batchLabel =
@@ -261,19 +312,16 @@ async function roll(
   }
 
   if (stop) {
-    const untouched = pending.filter((n) => !touched.has(n.name));
     const lines = [
       `upgrade talos ${request.env}: stopped at ${stop.node.name} (${stop.step}); no further node was touched`,
       `  upgraded:    ${done.map((n) => n.name).join(", ") || "(none)"}`,
       `  stopped at:  ${stop.node.name}: ${stop.reason}`,
-      `  not touched: ${untouched.map((n) => n.name).join(", ") || "(none)"}`,
-      ...(already.length > 0
-        ? [`  already on ${to} before this run: ${already.map((n) => n.name).join(", ")}`]
-        : []),
-      ...(snapshotFile
-        ? [`  etcd snapshot from before the roll: ${path.relative(ctx.repoRoot, snapshotFile)}`]
-        : []),
-      `  ${path.basename(cluster.stack.file)} was not changed (it still says talosVersion ${cluster.stack.talosVersion})`,
+      `  not touched: ${
+        untouched()
+          .map((n) => n.name)
+          .join(", ") || "(none)"
+      }`,
+      ...summary(),
     ];
     out(lines.join("\n"));
     throw new UserError(

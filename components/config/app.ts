@@ -5,10 +5,11 @@ import * as pulumi from "@pulumi/pulumi";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import * as path from "node:path";
 import { z } from "zod";
+import { REPO_ROOT } from "../repoRoot";
 import { Problems } from "./problems";
 
 /** The app project's folder (policy and dashboard paths are relative to it). */
-export const APP_DIR = path.resolve(__dirname, "..", "..", "app");
+export const APP_DIR = path.join(REPO_ROOT, "app");
 
 const name = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, {
   error: "expected a lowercase name (letters, digits, - and _)",
