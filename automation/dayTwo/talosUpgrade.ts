@@ -157,7 +157,11 @@ async function roll(
   const touched = new Set<string>();
   /** The nodes of the batch under way and how far each got: what a forced stop leaves unverified. */
   const inFlight = new Map<ClusterNode, string>();
-  const untouched = () => pending.filter((n) => !touched.has(n.name));
+  const notTouched = () =>
+    pending
+      .filter((n) => !touched.has(n.name))
+      .map((n) => n.name)
+      .join(", ") || "(none)";
   const summary = () => [
     ...(already.length > 0
       ? [`  already on ${to} before this run: ${already.map((n) => n.name).join(", ")}`]
@@ -175,11 +179,7 @@ async function roll(
       `upgrade talos ${request.env}: stopped at once while ${nodes.map((n) => n.name).join(", ")} ${nodes.length === 1 ? "was" : "were"} being upgraded to ${to}`,
       `  upgraded:    ${verified.map((n) => n.name).join(", ") || "(none)"}`,
       ...nodes.map((n) => `  unverified:  ${n.name} (${n.address}): ${inFlight.get(n)}`),
-      `  not touched: ${
-        untouched()
-          .map((n) => n.name)
-          .join(", ") || "(none)"
-      }`,
+      `  not touched: ${notTouched()}`,
       ...summary(),
       `  Check ${nodes.length === 1 ? "it" : "them"} first (${nodes.map((n) => `talosctl -n ${n.address} version`).join("; ")}; talosctl health), then resume: ${resumeCommand(request, to)}`,
     ].join("\n");
@@ -256,7 +256,7 @@ async function roll(
             stops.push({
               node,
               step: "upgrade",
-              reason: `${String((result.reason as Error)?.message ?? result.reason)} (the node may still be upgrading on its own)`,
+              reason: String((result.reason as Error)?.message ?? result.reason),
             });
             continue;
           }
@@ -316,11 +316,12 @@ async function roll(
       `upgrade talos ${request.env}: stopped at ${stop.node.name} (${stop.step}); no further node was touched`,
       `  upgraded:    ${done.map((n) => n.name).join(", ") || "(none)"}`,
       `  stopped at:  ${stop.node.name}: ${stop.reason}`,
-      `  not touched: ${
-        untouched()
-          .map((n) => n.name)
-          .join(", ") || "(none)"
-      }`,
+      ...(stop.step === "upgrade"
+        ? [
+            `  unverified:  ${stop.node.name} may still be upgrading on its own (talosctl did not finish): check \`talosctl -n ${stop.node.address} version\` before resuming`,
+          ]
+        : []),
+      `  not touched: ${notTouched()}`,
       ...summary(),
     ];
     out(lines.join("\n"));
