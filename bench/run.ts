@@ -1,10 +1,14 @@
 // `npm run bench`: evaluates the foundation program under mocks for 3, 30, 300 and 1000 nodes next to
 // a baseline that registers the same resources with plain SDK calls, each compiled (what the CLI and
-// `pulumi up` run) and under ts-node (how it ran before), each run in its own process; then times the
-// CLI's start-up against `node -e 0`. Prints figures and the goals they are measured against;
-// asserts nothing. BENCH_SIZES=3,30 and BENCH_REPEATS=1 shorten it; BENCH_CLI=0 skips the CLI part.
+// `pulumi up` run) and under ts-node (how it ran before), each run in its own process; also the
+// compiled program with the SDK's promise traces formatted (PULUMI_DEBUG_PROMISE_LEAKS=1, see
+// components/sdkTraces.ts), to show what that part is worth. Then times the CLI's start-up against
+// `node -e 0`. Prints figures and the goals they are measured against; asserts nothing.
+// Wall time is what the goals name; CPU time (all threads) is printed too, being steadier on a busy
+// machine. BENCH_SIZES=3,30 and BENCH_REPEATS=1 shorten it; BENCH_CLI=0 skips the CLI part.
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { REPO_ROOT } from "../components/repoRoot";
 
@@ -21,6 +25,7 @@ type Runtime = "compiled" | "ts-node";
 
 interface Sample {
   ms: number;
+  cpuMs: number;
   maxRssMiB: number;
   resources: number;
   invokes: number;
@@ -39,11 +44,12 @@ function workerCommand(runtime: Runtime): string[] {
       ];
 }
 
-function measure(runtime: Runtime, mode: Mode, size: number): Sample {
+function measure(runtime: Runtime, mode: Mode, size: number, env: NodeJS.ProcessEnv): Sample {
   const result = spawnSync(process.execPath, [...workerCommand(runtime), mode, String(size)], {
     cwd: REPO_ROOT,
     encoding: "utf8",
     maxBuffer: 64 * 1024 * 1024,
+    env: { ...process.env, ...env },
   });
   if (result.status !== 0) {
     throw new Error(`bench worker ${runtime} ${mode} ${size} failed:\n${result.stderr}`);
@@ -52,12 +58,15 @@ function measure(runtime: Runtime, mode: Mode, size: number): Sample {
 }
 
 /** The median run by time, with the largest peak memory seen. */
-function best(runtime: Runtime, mode: Mode, size: number): Sample {
-  const samples = Array.from({ length: repeatsFor(size) }, () => measure(runtime, mode, size)).sort(
-    (a, b) => a.ms - b.ms,
-  );
-  const median = samples[Math.floor(samples.length / 2)];
-  return { ...median, maxRssMiB: Math.max(...samples.map((s) => s.maxRssMiB)) };
+function best(runtime: Runtime, mode: Mode, size: number, env: NodeJS.ProcessEnv = {}): Sample {
+  const samples = Array.from({ length: repeatsFor(size) }, () => measure(runtime, mode, size, env));
+  const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)];
+  return {
+    ...samples[0],
+    ms: median(samples.map((s) => s.ms)),
+    cpuMs: median(samples.map((s) => s.cpuMs)),
+    maxRssMiB: Math.max(...samples.map((s) => s.maxRssMiB)),
+  };
 }
 
 const pad = (text: string | number, width: number) => String(text).padStart(width);
@@ -80,14 +89,69 @@ interface Row {
   base: Sample;
   programTs: Sample;
   baseTs: Sample;
+  /** The compiled program with the SDK's promise traces formatted, as the bare SDK does. */
+  traced: Sample;
+}
+
+function timeTable(rows: Row[], clock: "ms" | "cpuMs"): void {
+  table(
+    [
+      [
+        "",
+        "resources",
+        "program",
+        "baseline",
+        "program",
+        "baseline",
+        "program",
+        "program compiled /",
+        "",
+      ],
+      [
+        "nodes",
+        "prog/base",
+        "compiled",
+        "compiled",
+        "ts-node",
+        "ts-node",
+        "traces kept",
+        "base compiled",
+        "base ts-node",
+      ],
+      ...rows.map((r) => [
+        String(r.size),
+        `${r.program.resources}/${r.base.resources}`,
+        r.program[clock].toFixed(0),
+        r.base[clock].toFixed(0),
+        r.programTs[clock].toFixed(0),
+        r.baseTs[clock].toFixed(0),
+        r.traced[clock].toFixed(0),
+        ratio(r.program[clock], r.base[clock]),
+        ratio(r.program[clock], r.baseTs[clock]),
+      ]),
+    ],
+    2,
+  );
+}
+
+function goals(last: Row, clock: "ms" | "cpuMs"): void {
+  console.log(
+    `  program compiled / baseline under ts-node: ${verdict(last.program[clock] / last.baseTs[clock], GOALS.versusTsNodeBaseline)}`,
+  );
+  console.log(
+    `  program compiled / baseline compiled:      ${verdict(last.program[clock] / last.base[clock], GOALS.versusCompiledBaseline)}`,
+  );
+  console.log(
+    `  the same with the SDK's traces kept:       ${ratio(last.traced[clock], last.baseTs[clock])} and ${ratio(last.traced[clock], last.base[clock])}`,
+  );
 }
 
 function evaluation(): void {
   console.log(
-    `Foundation evaluation under mocks (node ${process.version}; median of ${repeatsFor(3)} runs per cell, ${repeatsFor(1000)} at 1000 nodes;`,
+    `Foundation evaluation under mocks: node ${process.version}, ${os.cpus().length} CPUs, load average ${os.loadavg()[0].toFixed(1)} at start;`,
   );
   console.log(
-    "ms from the program's call to the last registration; MiB = the run's peak RSS; each run its own process)",
+    `median of ${repeatsFor(3)} runs per cell (${repeatsFor(1000)} at 1000 nodes), each in its own process; time from the program's call to its last registration.`,
   );
   const rows: Row[] = [];
   for (const size of SIZES) {
@@ -97,45 +161,25 @@ function evaluation(): void {
       base: best("compiled", "baseline", size),
       programTs: best("ts-node", "program", size),
       baseTs: best("ts-node", "baseline", size),
+      traced: best("compiled", "program", size, { PULUMI_DEBUG_PROMISE_LEAKS: "1" }),
     });
   }
+  console.log("\nWall time (ms)");
+  timeTable(rows, "ms");
+  console.log("\nCPU time (ms, all threads)");
+  timeTable(rows, "cpuMs");
+  console.log("\nPeak memory (MiB, the run's peak RSS)");
   table(
     [
-      ["", "resources", "program", "baseline", "program", "baseline", "program compiled /", ""],
-      [
-        "nodes",
-        "prog/base",
-        "compiled",
-        "compiled",
-        "ts-node",
-        "ts-node",
-        "base compiled",
-        "base ts-node",
-      ],
-      ...rows.map((r) => [
-        String(r.size),
-        `${r.program.resources}/${r.base.resources}`,
-        r.program.ms.toFixed(0),
-        r.base.ms.toFixed(0),
-        r.programTs.ms.toFixed(0),
-        r.baseTs.ms.toFixed(0),
-        ratio(r.program.ms, r.base.ms),
-        ratio(r.program.ms, r.baseTs.ms),
-      ]),
-    ],
-    2,
-  );
-  console.log("\nPeak memory (MiB)");
-  table(
-    [
-      ["", "program", "baseline", "program", "baseline", "program /"],
-      ["nodes", "compiled", "compiled", "ts-node", "ts-node", "baseline compiled"],
+      ["", "program", "baseline", "program", "baseline", "program", "program /"],
+      ["nodes", "compiled", "compiled", "ts-node", "ts-node", "traces kept", "baseline compiled"],
       ...rows.map((r) => [
         String(r.size),
         r.program.maxRssMiB.toFixed(0),
         r.base.maxRssMiB.toFixed(0),
         r.programTs.maxRssMiB.toFixed(0),
         r.baseTs.maxRssMiB.toFixed(0),
+        r.traced.maxRssMiB.toFixed(0),
         ratio(r.program.maxRssMiB, r.base.maxRssMiB),
       ]),
     ],
@@ -146,24 +190,26 @@ function evaluation(): void {
   if (from) {
     // Linear growth: the time per added node stays about the same between the sizes.
     const steps = rows.filter((r) => r.size >= from.size);
-    const perNode = steps
-      .slice(1)
-      .map(
-        (r, i) =>
-          `${steps[i].size}→${r.size}: ${((r.program.ms - steps[i].program.ms) / (r.size - steps[i].size)).toFixed(2)}`,
-      );
-    console.log(`\nGrowth (program compiled, ms per added node): ${perNode.join(", ")}`);
+    const perNode = (clock: "ms" | "cpuMs") =>
+      steps
+        .slice(1)
+        .map(
+          (r, i) =>
+            `${steps[i].size}→${r.size}: ${((r.program[clock] - steps[i].program[clock]) / (r.size - steps[i].size)).toFixed(1)}`,
+        )
+        .join(", ");
+    console.log(
+      `\nGrowth of the compiled program, ms per added node: wall ${perNode("ms")}; CPU ${perNode("cpuMs")}`,
+    );
   }
-  console.log(`\nGoals at ${last.size} nodes:`);
+  console.log(`\nGoals at ${last.size} nodes, wall time:`);
+  goals(last, "ms");
+  console.log(`Goals at ${last.size} nodes, CPU time:`);
+  goals(last, "cpuMs");
   console.log(
-    `  program compiled / baseline under ts-node: ${verdict(last.program.ms / last.baseTs.ms, GOALS.versusTsNodeBaseline)}`,
+    `Peak RSS, program / baseline (compiled):   ${verdict(last.program.maxRssMiB / last.base.maxRssMiB, GOALS.memory)}`,
   );
-  console.log(
-    `  program compiled / baseline compiled:      ${verdict(last.program.ms / last.base.ms, GOALS.versusCompiledBaseline)}`,
-  );
-  console.log(
-    `  peak RSS, program / baseline (compiled):   ${verdict(last.program.maxRssMiB / last.base.maxRssMiB, GOALS.memory)}`,
-  );
+  console.log(`Load average at the end: ${os.loadavg()[0].toFixed(1)}`);
 }
 
 /**

@@ -14,12 +14,12 @@ async function main(): Promise<void> {
     const { baseline } = await import("./baseline");
     run = () => baseline(stack);
   } else {
-    const { foundation } = await import("../components/foundation");
-    run = foundation;
+    // The project's entry, as Pulumi runs it (index.ts: the foundation program and its set-up).
+    run = (await import("../index")).default;
   }
   const started = performance.now();
   const cpuBefore = process.cpuUsage();
-  const result = run();
+  const result = await run();
   await resolveAll(result);
   await recorder.settled();
   const ms = performance.now() - started;
