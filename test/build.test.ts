@@ -229,3 +229,13 @@ describe("the projects run the compiled program", () => {
     assert.deepEqual(result.resources, recorder.resources.map((r) => r.urn).sort());
   });
 });
+
+describe("CI runs the CLI so that a cancel reaches it", () => {
+  it("the step that changes things execs it: the runner signals the step's first process only", () => {
+    const workflow = fs.readFileSync(path.join(ROOT, ".github", "workflows", "main.yml"), "utf8");
+    const steps = parse(workflow).jobs.deploy.steps as { run?: string }[];
+    const up = steps.filter((step) => /platform -- up /.test(step.run ?? ""));
+    assert.ok(up.length > 0);
+    for (const step of up) assert.match(step.run!.trim(), /^exec npm run --silent platform -- up /);
+  });
+});

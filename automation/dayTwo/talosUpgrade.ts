@@ -15,14 +15,7 @@ import {
 } from "./cluster";
 import { formatDuration } from "./clock";
 import { type DayTwoDeps, dayTwoDeps } from "./deps";
-import {
-  type GateResult,
-  healthGate,
-  quorumGate,
-  sameVersion,
-  versionGate,
-  waitForNode,
-} from "./gates";
+import { healthGate, quorumGate, sameVersion, versionGate, waitForNode } from "./gates";
 import { withFoundationLock } from "./lock";
 import { formatReport, liveChecks, observeCluster, preflightError } from "./preflight";
 import { withTalos } from "./session";
@@ -237,68 +230,63 @@ async function roll(
           "mid-upgrade (talosctl upgrade was running); version and health not checked",
         );
       }
+      // Until the batch is verified, a forced stop says how far each of its nodes got.
       const endStep = ctx.interrupts?.begin(
         `${batch.map((n) => n.name).join(", ")} ${batch.length === 1 ? "is" : "are"} being upgraded to ${to} and will be checked (version, health) first`,
         forcedStopReport,
       );
-      const stops: Stop[] = [];
-      let health: GateResult | undefined;
-      try {
-        const nodeStart = deps.clock.now();
-        const results = await Promise.allSettled(
-          batch.map((node) =>
-            client.upgrade(node.address, images.get(node.name)!, timeouts.upgradeMs),
-          ),
-        );
-        for (const [i, node] of batch.entries()) {
-          const result = results[i];
-          if (result.status === "rejected") {
-            stops.push({
-              node,
-              step: "upgrade",
-              reason: String((result.reason as Error)?.message ?? result.reason),
-            });
-            continue;
-          }
-          inFlight.set(node, "upgrade command done; waiting for it to answer, version not checked");
-          const back = await waitForNode(client, deps.clock, node, {
-            timeoutMs: timeouts.nodeMs,
-            pollMs: timeouts.pollMs,
-          });
-          if (!back.ok) {
-            stops.push({ node, step: "come back", reason: back.reason });
-            continue;
-          }
-          const version = versionGate(back.version, to);
-          if (!version.ok) {
-            stops.push({ node, step: "version", reason: version.reason });
-            continue;
-          }
-          done.push(node);
-          inFlight.set(node, `back on ${back.version}; the cluster's health was not checked`);
-          out(
-            `${label(node)}: back on ${back.version} after ${formatDuration(deps.clock.now() - nodeStart)}`,
-          );
-        }
-        if (stops.length === 0) {
-          health = await healthGate(client, cluster, timeouts.healthMs, batch[0]);
-        }
-      } finally {
+      const endBatch = () => {
         endStep?.();
         inFlight.clear();
+      };
+      const nodeStart = deps.clock.now();
+      const results = await Promise.allSettled(
+        batch.map((node) =>
+          client.upgrade(node.address, images.get(node.name)!, timeouts.upgradeMs),
+        ),
+      );
+      const stops: Stop[] = [];
+      for (const [i, node] of batch.entries()) {
+        const result = results[i];
+        if (result.status === "rejected") {
+          stops.push({
+            node,
+            step: "upgrade",
+            reason: String((result.reason as Error)?.message ?? result.reason),
+          });
+          continue;
+        }
+        inFlight.set(node, "upgrade command done; waiting for it to answer, version not checked");
+        const back = await waitForNode(client, deps.clock, node, {
+          timeoutMs: timeouts.nodeMs,
+          pollMs: timeouts.pollMs,
+        });
+        if (!back.ok) {
+          stops.push({ node, step: "come back", reason: back.reason });
+          continue;
+        }
+        const version = versionGate(back.version, to);
+        if (!version.ok) {
+          stops.push({ node, step: "version", reason: version.reason });
+          continue;
+        }
+        done.push(node);
+        inFlight.set(node, `back on ${back.version}; the cluster's health was not checked`);
+        out(
+          `${label(node)}: back on ${back.version} after ${formatDuration(deps.clock.now() - nodeStart)}`,
+        );
       }
       if (stops.length > 0) {
+        endBatch();
         stop = stops[0];
         for (const extra of stops.slice(1))
           out(`  also failed: ${extra.node.name} (${extra.step}): ${extra.reason}`);
         break batches;
       }
-      if (!health?.ok) {
-        stop = {
-          node: batch[batch.length - 1],
-          step: "health",
-          reason: health && !health.ok ? health.reason : "the health check did not run",
-        };
+      const health = await healthGate(client, cluster, timeouts.healthMs, batch[0]);
+      endBatch();
+      if (!health.ok) {
+        stop = { node: batch[batch.length - 1], step: "health", reason: health.reason };
         break;
       }
       const batchLabel =
