@@ -15,6 +15,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { ExitCode, UserError } from "./errors";
 import { createPrivateFileOnce, ensurePrivateDir } from "./files";
+import { isCi } from "./guards";
 import type { Layer, StackFile } from "./layers";
 
 /** The embedded default backend's folder, relative to the repository root. */
@@ -119,6 +120,23 @@ export function preparePassphrase(input: {
   readonly random?: (size: number) => Buffer;
 }): PassphraseSetup {
   if (!/^passphrase(:|$)/.test(input.secrets.provider)) return { envVars: {} };
+  if (
+    isCi(input.env) &&
+    input.env.PULUMI_CONFIG_PASSPHRASE === "" &&
+    !input.env.PULUMI_CONFIG_PASSPHRASE_FILE
+  ) {
+    // A workflow's `${{ secrets.X }}` of a secret that does not exist is an empty string, which
+    // Pulumi would take as the passphrase.
+    throw new UserError(
+      {
+        what: "secrets",
+        problem: "PULUMI_CONFIG_PASSPHRASE is set but empty (in CI: a secret that does not exist)",
+        got: '""',
+        fix: "Create the secret in the job's environment, or give the stack a KMS secrets provider (secretsprovider: gcpkms://…)",
+      },
+      ExitCode.usage,
+    );
+  }
   if (
     input.env.PULUMI_CONFIG_PASSPHRASE !== undefined ||
     input.env.PULUMI_CONFIG_PASSPHRASE_FILE !== undefined

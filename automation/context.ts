@@ -2,6 +2,7 @@
 // the streams, the clock, the environment and the workspace factory.
 import type { Env } from "./backend";
 import type { BwsRunner } from "./bitwarden";
+import type { FetchJson } from "./githubOidc";
 import type { InterruptHandle } from "./interrupts";
 import type { TextSink } from "./progress";
 import type { WorkspaceFactory } from "./workspace";
@@ -38,6 +39,8 @@ export interface CliContext {
   readonly startTicker?: (tick: () => void) => () => void;
   /** Runs the Bitwarden Secrets Manager CLI (injectable for tests). @default the `bws` on PATH */
   readonly bws?: BwsRunner;
+  /** Fetches GitHub's OIDC token (injectable for tests). @default Node's fetch */
+  readonly fetchJson?: FetchJson;
   /** Random bytes for the generated passphrase (injectable for tests). */
   readonly random?: (size: number) => Buffer;
 }

@@ -1,6 +1,7 @@
 // The credentials each layer's program needs, and where the CLI finds them: Bitwarden Secrets Manager
 // first, then environment variables, then a value already set on the stack (`pulumi config set
-// --secret`). Found values reach the program as secret config for the run only.
+// --secret`). Found values reach the program through the engine's environment for the run only
+// (components/config/runSecretsEnv.ts): never on a command line, never in the stack file.
 import * as path from "node:path";
 import type { Env } from "./backend";
 import { ExitCode, UserError } from "./errors";
@@ -74,6 +75,25 @@ export const CREDENTIALS: Readonly<Record<LayerName, readonly Credential[]>> = {
       what: "OpenStack application credential secret; else clouds.yaml / OS_* variables",
       requiredBy: never,
     },
+    {
+      configKey: "proxmoxSshPrivateKey",
+      bitwardenKey: "proxmox-ssh-private-key",
+      envVar: "PROXMOX_VE_SSH_PRIVATE_KEY",
+      what: "SSH private key (PEM) for the Proxmox hosts; only with proxmox.ssh and no agent",
+      requiredBy: (config, project) => {
+        const proxmox = config[`${project}:proxmox`] as { ssh?: { agent?: unknown } } | undefined;
+        return proxmox?.ssh !== undefined && proxmox.ssh.agent !== true;
+      },
+    },
+    {
+      configKey: "gcpUnsealCredentials",
+      bitwardenKey: "gcp-unseal-credentials",
+      envVar: "GCP_UNSEAL_CREDENTIALS",
+      what: "service-account key (JSON) OpenBao unseals with; only with openbao.credentials: existingKey",
+      requiredBy: (config, project) =>
+        (config[`${project}:openbao`] as { credentials?: unknown } | undefined)?.credentials ===
+        "existingKey",
+    },
   ],
   app: [
     {
@@ -87,7 +107,7 @@ export const CREDENTIALS: Readonly<Record<LayerName, readonly Credential[]>> = {
       configKey: "openbaoJwt",
       bitwardenKey: "openbao-jwt",
       envVar: "OPENBAO_JWT",
-      what: "CI's OIDC token for OpenBao's JWT auth",
+      what: "CI's OIDC token for OpenBao's JWT auth (in GitHub Actions the CLI fetches a fresh one)",
       requiredBy: never,
     },
     {
@@ -101,17 +121,44 @@ export const CREDENTIALS: Readonly<Record<LayerName, readonly Credential[]>> = {
 };
 
 /** Where a resolved credential came from. */
-export type CredentialSource = "bitwarden" | "environment" | "stack";
+export type CredentialSource = "bitwarden" | "environment" | "stack" | "github-oidc";
 
-/** The credentials found for one layer: config values for the run, and the source of each. */
+/** The credentials found for one layer: values for the run, and the source of each. */
 export interface ResolvedCredentials {
-  /** Full config keys (`project:key`) to set as secrets for the run. */
-  readonly secretConfig: Readonly<Record<string, string>>;
+  /** Full config keys (`project:key`) → values the program takes for this run. */
+  readonly runSecrets: Readonly<Record<string, string>>;
   readonly sources: Readonly<Record<string, CredentialSource>>;
+  /**
+   * Variables the engine itself needs from what was found: a GCP key from Bitwarden as
+   * GOOGLE_CREDENTIALS, which Pulumi's gs:// backend and gcpkms:// secrets provider read
+   * (pkg/authhelpers/gcpauth.go) before application default credentials.
+   */
+  readonly engineEnv: Readonly<Record<string, string>>;
+  /**
+   * Full config keys the stack file also holds though this run found them in Bitwarden or the
+   * environment: what an older version of this CLI left there when a run was killed.
+   */
+  readonly leftInStackFile: readonly string[];
+}
+
+/** The Bitwarden secret of the GCP key the engine also needs (gs:// backend, gcpkms:// secrets). */
+export const ENGINE_GCP_CREDENTIAL = "gcp-credentials";
+
+/**
+ * Variables for the engine from a run's Bitwarden listing: GOOGLE_CREDENTIALS from the GCP key when
+ * the environment does not set it already (it is then inherited as is).
+ */
+export function engineCredentials(
+  env: Env,
+  bitwarden: ReadonlyMap<string, string> | undefined,
+): Record<string, string> {
+  const key = bitwarden?.get(ENGINE_GCP_CREDENTIAL);
+  return key && !env.GOOGLE_CREDENTIALS ? { GOOGLE_CREDENTIALS: key } : {};
 }
 
 /**
- * Finds every credential the layer declares, in order: Bitwarden, the environment, the stack file.
+ * Finds every credential the layer declares, in order: Bitwarden, the environment, the stack file
+ * (the CI job's OIDC token for OpenBao is added right before the run, see githubOidc.ts).
  * A required one found nowhere is an error naming it and every place looked; nothing is printed of a
  * value. `bitwarden` is the listing of one `bws secret list`, shared by the layers of a run.
  */
@@ -122,23 +169,27 @@ export function resolveCredentials(input: {
   readonly bitwarden: ReadonlyMap<string, string> | undefined;
 }): ResolvedCredentials {
   const { layer, stackFile, env, bitwarden } = input;
-  const secretConfig: Record<string, string> = {};
+  const runSecrets: Record<string, string> = {};
   const sources: Record<string, CredentialSource> = {};
+  const leftInStackFile: string[] = [];
   const missing: Credential[] = [];
   for (const credential of CREDENTIALS[layer.name]) {
     const key = `${layer.project}:${credential.configKey}`;
     const fromBitwarden = bitwarden?.get(credential.bitwardenKey);
     const fromEnv = env[credential.envVar];
     if (fromBitwarden) {
-      secretConfig[key] = fromBitwarden;
+      runSecrets[key] = fromBitwarden;
       sources[credential.configKey] = "bitwarden";
     } else if (fromEnv) {
-      secretConfig[key] = fromEnv;
+      runSecrets[key] = fromEnv;
       sources[credential.configKey] = "environment";
     } else if (stackFile.config[key] !== undefined) {
       sources[credential.configKey] = "stack";
     } else if (credential.requiredBy(stackFile.config, layer.project)) {
       missing.push(credential);
+    }
+    if (runSecrets[key] !== undefined && stackFile.config[key] !== undefined) {
+      leftInStackFile.push(key);
     }
   }
   if (missing.length > 0) {
@@ -155,5 +206,5 @@ export function resolveCredentials(input: {
       ExitCode.usage,
     );
   }
-  return { secretConfig, sources };
+  return { runSecrets, sources, engineEnv: engineCredentials(env, bitwarden), leftInStackFile };
 }

@@ -18,6 +18,11 @@ export const CRITICAL_TYPES: Readonly<Record<string, string>> = {
   "gcp:storage/bucket:Bucket": "a state bucket: it holds the Pulumi state of the other layers",
   "gcp:kms/cryptoKey:CryptoKey": "a KMS key: the stack secrets encrypted with it become unreadable",
   "gcp:kms/keyRing:KeyRing": "a KMS key ring: the keys in it and what they encrypt go with it",
+  "vault:index/mount:Mount": "an OpenBao secrets mount: every secret stored in it is destroyed",
+  "vault:index/authBackend:AuthBackend":
+    "an OpenBao auth method: its roles and every token issued through it are gone",
+  "vault:jwt/authBackend:AuthBackend":
+    "an OpenBao JWT auth method: CI's roles and logins through it are gone",
 };
 
 /** The role value that marks a machine of the control plane. */
@@ -47,8 +52,9 @@ export function taggedControlPlane(inputs: Record<string, unknown> | undefined):
 
 /** Why losing this resource would hurt, or undefined for an ordinary resource. */
 export function criticalReason(metadata: StepEventMetadata): string | undefined {
+  // The engine sends `old`/`new` as null when a step has none (a create, a delete).
   const states = [metadata.old, metadata.new].filter(
-    (state): state is StepEventStateMetadata => state !== undefined,
+    (state): state is StepEventStateMetadata => state !== undefined && state !== null,
   );
   const reasons: string[] = [];
   if (states.some((state) => state.protect === true)) reasons.push("protected");

@@ -112,11 +112,34 @@ export function plainMessage(message: string): string {
     .trim();
 }
 
-/** Whether a step acts on a custom resource (components only group others and finish last). */
+/**
+ * Whether a step acts on a custom resource (components only group others and finish last). The
+ * engine writes `custom` only when true (`json:"custom,omitempty"` in
+ * sdk/go/common/apitype/events.go), so a component's step has no `custom` key at all; `old` or
+ * `new` is null for a create or a delete.
+ */
 export function isCustomStep(metadata: StepEventMetadata): boolean {
-  const custom = metadata.new?.custom ?? metadata.old?.custom;
-  return custom !== false && !metadata.type.startsWith("pulumi:pulumi:");
+  return (metadata.new ?? metadata.old)?.custom === true;
 }
+
+/**
+ * Whether a step is the engine's own work on a default provider (`pulumi:providers:<pkg>::default…`,
+ * IsDefaultProvider in sdk/go/common/providers/reference.go). The engine marks these steps internal:
+ * its display hides them and its summary does not count them (isInternalStep, pkg/engine/update.go),
+ * but the event log the Automation API reads carries them (pkg/backend/display/display.go logs events
+ * before filtering internal ones).
+ */
+export function isDefaultProviderStep(metadata: StepEventMetadata): boolean {
+  const { type, name } = parseUrn(metadata.urn);
+  return type.startsWith("pulumi:providers:") && name.startsWith("default");
+}
+
+/**
+ * The engine's last words on a run that did not succeed, without a URN: `update failed`,
+ * `preview failed`, `update canceled`, `preview canceled` (reportExecResult in
+ * pkg/resource/deploy/deployment_executor.go; refresh and destroy say `update`).
+ */
+const RUN_RESULT = /^(update|preview|refresh|destroy) (failed|canceled|cancelled)$/;
 
 /** A step that has started and not finished. */
 export interface StepInProgress {
@@ -152,6 +175,7 @@ export class RunTally {
   /** Error diagnostics without a failing resource (the program's own errors, protection refusals). */
   readonly errors: string[] = [];
   summary?: SummaryEvent;
+  /** The engine said the run was cancelled (`update canceled`, or the summary's result). */
   cancelled = false;
   private readonly lastErrorByUrn = new Map<string, string>();
 
@@ -167,6 +191,12 @@ export class RunTally {
    * a failure, or a diagnostic.
    */
   apply(event: EngineEvent): TallyUpdate | undefined {
+    const stepMetadata =
+      event.resourcePreEvent?.metadata ??
+      event.resOutputsEvent?.metadata ??
+      event.resOpFailedEvent?.metadata;
+    // Internal steps are not the operator's resources: Pulumi's own display and counts skip them.
+    if (stepMetadata && isDefaultProviderStep(stepMetadata)) return undefined;
     if (event.resourcePreEvent) {
       const metadata = event.resourcePreEvent.metadata;
       const step = this.stepOf(metadata);
@@ -176,14 +206,19 @@ export class RunTally {
     }
     if (event.resOutputsEvent) {
       const metadata = event.resOutputsEvent.metadata;
-      const key = stepKey(metadata);
-      const step = this.inProgress.get(key) ?? this.stepOf(metadata);
-      this.inProgress.delete(key);
+      // A refresh step starts with op `refresh` and finishes with the op of what it found (`same`,
+      // `update`, `delete`: ResultOp in OnResourceStepPost, pkg/engine/update.go).
+      const step =
+        this.inProgress.get(stepKey(metadata)) ??
+        this.inProgress.get(`refresh ${metadata.urn}`) ??
+        this.stepOf(metadata);
+      this.inProgress.delete(step.key);
       this.seen.add(metadata.urn);
       this.finished.add(metadata.urn);
       return {
         kind: "finished",
         step,
+        resultOp: metadata.op,
         planning: event.resOutputsEvent.planning === true,
         seconds: Math.max(0, Math.round((this.clock() - step.startedAt) / 1000)),
       };
@@ -210,11 +245,12 @@ export class RunTally {
     }
     if (event.summaryEvent) {
       this.summary = event.summaryEvent;
+      // `result` (succeeded, failed, canceled) since Pulumi 3.237; not in the Node SDK's type yet.
+      if ((event.summaryEvent as { result?: string }).result === "canceled") this.cancelled = true;
       return undefined;
     }
-    if (event.cancelEvent) {
-      this.cancelled = true;
-    }
+    // Every run ends with a cancelEvent (pkg/engine: `defer … NewCancelEvent()`): it says the stream
+    // is over, not that the run was cancelled.
     return undefined;
   }
 
@@ -227,7 +263,11 @@ export class RunTally {
     const aboutResource = parts !== undefined && !parts.type.startsWith("pulumi:pulumi:");
     if (event.severity === "error") {
       // The engine ends a failed run with a generic line that adds nothing to the real errors.
-      if (/^(update|preview|refresh|destroy) failed$/.test(message)) return undefined;
+      const result = urn === "" ? RUN_RESULT.exec(message) : null;
+      if (result) {
+        if (result[2] !== "failed") this.cancelled = true;
+        return undefined;
+      }
       if (aboutResource) this.lastErrorByUrn.set(urn, message);
       this.errors.push(message);
     }
@@ -263,6 +303,8 @@ export type TallyUpdate =
   | {
       readonly kind: "finished";
       readonly step: StepInProgress;
+      /** The op of the outputs event: for a refresh, what it found (`same`, `update`, `delete`). */
+      readonly resultOp: string;
       readonly planning: boolean;
       readonly seconds: number;
     }

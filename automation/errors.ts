@@ -139,6 +139,14 @@ export function isSpawnNotFound(error: unknown): boolean {
   return /spawn \S+ ENOENT/.test(message);
 }
 
+/** Whether the Automation API refused to select a stack because the backend does not have it. */
+export function isStackNotFound(error: unknown): boolean {
+  return (
+    error instanceof automationErrors().StackNotFoundError ||
+    /no stack named .* found/.test(commandStderr(error))
+  );
+}
+
 /** What the CLI knows about the operation an engine error came from. */
 export interface EngineErrorContext {
   /** `foundation/staging` */
@@ -157,7 +165,7 @@ export interface EngineErrorContext {
  */
 export function translateEngineError(error: unknown, context: EngineErrorContext): Error {
   if (error instanceof UserError || error instanceof OperationFailedError) return error;
-  const { CommandError, ConcurrentUpdateError, StackNotFoundError } = automationErrors();
+  const { CommandError, ConcurrentUpdateError } = automationErrors();
   const stderr = commandStderr(error);
   if (
     error instanceof ConcurrentUpdateError ||
@@ -173,7 +181,7 @@ export function translateEngineError(error: unknown, context: EngineErrorContext
       ExitCode.locked,
     );
   }
-  if (error instanceof StackNotFoundError || /no stack named .* found/.test(stderr)) {
+  if (isStackNotFound(error)) {
     return new UserError({
       what: context.target,
       problem: "the stack does not exist in the backend yet",

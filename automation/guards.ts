@@ -1,8 +1,9 @@
 // Guard rails: commands that must not run where they could do harm. Checked before the Pulumi CLI is
 // looked for and before any file is written, so a refusal has no side effects.
-import type { Env } from "./backend";
+import type { BackendChoice, Env } from "./backend";
 import { ExitCode, UserError } from "./errors";
-import type { LayerName } from "./layers";
+import type { LayerName, StackFile } from "./layers";
+import { isKmsSecretsProvider } from "./stackFile";
 
 /** The engine operations the CLI runs. */
 export type Operation = "preview" | "up" | "refresh" | "destroy";
@@ -62,6 +63,58 @@ export function checkGuards(request: GuardRequest, env: Env): void {
         problem: `destroying ${request.env} needs --yes-destroy-prod`,
         got: "no --yes-destroy-prod",
         fix: `Rerun with --yes-destroy-prod if you mean to delete every resource of ${layer}/${request.env}`,
+      },
+      ExitCode.refused,
+    );
+  }
+}
+
+/** Operations that write a stack's state. */
+const STATE_WRITING: readonly Operation[] = ["up", "refresh", "destroy"];
+
+/** What the CI state guards need to know about one stack. */
+export interface StateGuardRequest {
+  readonly operation: Operation;
+  readonly layer: LayerName;
+  readonly env: string;
+  readonly project: string;
+  readonly backend: BackendChoice;
+  readonly secretsProvider: string;
+  readonly stackFile: StackFile;
+}
+
+/**
+ * Refuses, in CI, to write a state that would be lost or re-keyed: the embedded backend is an empty
+ * folder on a runner (the state would start empty and go with the runner), and a KMS secrets
+ * provider without `encryptedkey` in the committed stack file makes the engine mint a new data key
+ * on every run (pkg/secrets/cloud/manager.go) and re-encrypt the state with it.
+ */
+export function checkCiState(request: StateGuardRequest, env: Env): void {
+  if (!isCi(env) || !STATE_WRITING.includes(request.operation)) return;
+  const what = `${request.operation} ${request.layer}/${request.env}`;
+  if (request.backend.isDefault) {
+    throw new UserError(
+      {
+        what,
+        problem:
+          "the embedded backend is an empty folder on a CI runner: the state would start empty and be lost with the runner",
+        got: JSON.stringify(request.backend.url),
+        fix: `Name the stack's backend (${request.project}:backend in its stack file, e.g. the bootstrap layer's gs:// bucket) or set PULUMI_BACKEND_URL`,
+      },
+      ExitCode.refused,
+    );
+  }
+  if (
+    isKmsSecretsProvider(request.secretsProvider) &&
+    request.stackFile.encryptedKey === undefined
+  ) {
+    throw new UserError(
+      {
+        what,
+        problem:
+          "the stack file names a KMS secrets provider but no encryptedkey: on a runner the engine would mint a new data key on every run and re-key the state",
+        got: JSON.stringify(request.secretsProvider),
+        fix: `Run \`npm run platform -- preview ${request.env} --layer ${request.layer}\` once from a workstation: the engine writes encryptedkey into the stack file; commit that line`,
       },
       ExitCode.refused,
     );

@@ -78,7 +78,8 @@ export function resolveLayer(repoRoot: string, name: LayerName): Layer {
   };
 }
 
-const STACK_FILE = /^Pulumi\.(.+)\.ya?ml$/;
+const STACK_FILE = /^Pulumi\.(.+)\.yaml$/;
+const MISNAMED_STACK_FILE = /^Pulumi\.(.+)\.yml$/;
 
 /** The layer's environments: the `<env>` of every `Pulumi.<env>.yaml` in its folder, sorted. */
 export function listEnvironments(layer: Layer): string[] {
@@ -89,8 +90,38 @@ export function listEnvironments(layer: Layer): string[] {
     .sort();
 }
 
-/** Checks that `env` is one of the layer's environments; otherwise lists the known ones. */
+/**
+ * Stack files named `Pulumi.<env>.yml`: Pulumi reads a stack's settings from the file with its
+ * project file's extension (`Pulumi.yaml` → `Pulumi.<env>.yaml`; sdk/go/common/workspace/paths.go,
+ * ProjectStackPath), so it would ignore these. The CLI refuses them rather than act on one file while
+ * the engine reads another.
+ */
+export function misnamedStackFiles(layer: Layer): string[] {
+  return fs
+    .readdirSync(layer.dir)
+    .filter((file) => MISNAMED_STACK_FILE.test(file))
+    .sort();
+}
+
+/** The error for a `Pulumi.<env>.yml` the engine would ignore. */
+export function misnamedStackFileError(layer: Layer, file: string): UserError {
+  const env = MISNAMED_STACK_FILE.exec(file)?.[1] ?? "<env>";
+  return new UserError({
+    what: `${layer.displayDir === "." ? "" : layer.displayDir}${file}`,
+    problem:
+      "Pulumi ignores stack files named .yml: it reads Pulumi.<env>.yaml, after the project's Pulumi.yaml",
+    got: JSON.stringify(file),
+    fix: `Rename it to Pulumi.${env}.yaml (merge it into that file if both exist)`,
+  });
+}
+
+/**
+ * Checks that `env` is one of the layer's environments; otherwise lists the known ones. A
+ * `Pulumi.<env>.yml` is refused with the rename to make.
+ */
 export function requireEnvironment(layer: Layer, env: string): void {
+  const misnamed = `Pulumi.${env}.yml`;
+  if (misnamedStackFiles(layer).includes(misnamed)) throw misnamedStackFileError(layer, misnamed);
   const known = listEnvironments(layer);
   if (known.includes(env)) return;
   throw new UserError({
@@ -111,22 +142,23 @@ export interface StackFile {
   readonly config: Readonly<Record<string, unknown>>;
   /** Pulumi's top-level `secretsprovider:` key, when present. */
   readonly secretsProvider?: string;
+  /** Pulumi's top-level `encryptedkey:` (the data key a KMS secrets provider wrapped), when present. */
+  readonly encryptedKey?: string;
 }
 
 /** Reads `Pulumi.<env>.yaml` of a layer. */
 export function readStackFile(layer: Layer, env: string): StackFile {
-  const candidates = [`Pulumi.${env}.yaml`, `Pulumi.${env}.yml`].map((f) =>
-    path.join(layer.dir, f),
-  );
-  const file = candidates.find((candidate) => fs.existsSync(candidate)) ?? candidates[0];
+  const file = path.join(layer.dir, `Pulumi.${env}.yaml`);
   const content = readYamlMapping(file);
   const config = content.config;
   const secretsProvider = content.secretsprovider;
+  const encryptedKey = content.encryptedkey;
   return {
     path: file,
     config:
       config !== null && typeof config === "object" ? (config as Record<string, unknown>) : {},
     ...(typeof secretsProvider === "string" && secretsProvider !== "" ? { secretsProvider } : {}),
+    ...(typeof encryptedKey === "string" && encryptedKey !== "" ? { encryptedKey } : {}),
   };
 }
 

@@ -4,8 +4,14 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { stateDir } from "./backend";
 import { ExitCode, UserError } from "./errors";
 import { ensurePrivateDir } from "./files";
+
+/** The folder of the CLI's per-stack lock files (engine operations and day-two changes share it). */
+export function locksDir(repoRoot: string): string {
+  return path.join(stateDir(repoRoot), "locks");
+}
 
 /** Who holds a lock; written into the lock file as JSON. */
 export interface LockHolder {

@@ -40,6 +40,8 @@ export interface ProgressOptions {
 /** The outcome of a run, for the summary line. */
 export interface RunOutcome {
   readonly ok: boolean;
+  /** The operator asked the run to stop (Ctrl-C, SIGTERM). */
+  readonly cancelled?: boolean;
 }
 
 const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -142,6 +144,13 @@ export class ProgressRenderer {
         const words = opWords(update.step.op);
         const planning = update.planning || this.options.operation === "preview";
         if (planning || words.kind === "none" || !update.step.custom) return undefined;
+        if (update.step.op === "refresh") {
+          // Only what changed outside Pulumi is news; an unchanged resource is not worth a line.
+          const found = opWords(update.resultOp);
+          if (found.kind === "none" || update.resultOp === "refresh") return undefined;
+          const what = found.kind === "delete" ? "gone" : "changed";
+          return `refreshed ${describe(update.step)}: ${what} outside Pulumi (${found.verb}) in ${formatDuration(update.seconds)}`;
+        }
         return `${words.done} ${describe(update.step)} in ${formatDuration(update.seconds)}`;
       }
       case "failed":
@@ -182,7 +191,9 @@ export class ProgressRenderer {
     );
     if (outcome.ok) return `${head}: done in ${elapsed}; ${changes}`;
     const cancelled =
-      this.tally.cancelled && this.tally.failures.length === 0 ? " (cancelled)" : "";
+      (outcome.cancelled === true || this.tally.cancelled) && this.tally.failures.length === 0
+        ? " (cancelled)"
+        : "";
     const failures = this.tally.failures.length;
     return `${head}: failed after ${elapsed}${cancelled}; ${failures} failed resource${failures === 1 ? "" : "s"}${this.tally.summary ? `; ${changes}` : ""}`;
   }

@@ -6,7 +6,7 @@
 import type { EngineEvent, StepEventMetadata } from "@pulumi/pulumi/automation";
 import * as fs from "node:fs";
 import { criticalReason } from "./critical";
-import { opWords, parseUrn, plainMessage } from "./engineEvents";
+import { isDefaultProviderStep, opWords, parseUrn, plainMessage } from "./engineEvents";
 import { UserError } from "./errors";
 import { writeFileAtomically } from "./files";
 import { LAYER_NAMES } from "./layers";
@@ -92,7 +92,8 @@ export function previewSection(input: {
   };
   for (const event of input.events) {
     const metadata = event.resourcePreEvent?.metadata;
-    if (metadata) {
+    // Default providers are the engine's internal steps: Pulumi's own counts leave them out.
+    if (metadata && !isDefaultProviderStep(metadata)) {
       const change = changeOf(metadata);
       if (!change) continue;
       const previous = byUrn.get(metadata.urn);
@@ -109,9 +110,8 @@ export function previewSection(input: {
         criticalEntry(change.kind, metadata.urn).reasons.add(change.critical);
       }
     }
-    const diagnostic = event.diagnosticEvent;
-    const refused = diagnostic && protectionRefusal(diagnostic.message);
-    if (refused && diagnostic?.urn) criticalEntry(refused, diagnostic.urn).refused = true;
+    const refusal = event.diagnosticEvent && protectionRefusal(event.diagnosticEvent.message);
+    if (refusal) criticalEntry(refusal.kind, refusal.urn).refused = true;
   }
   const changes = [...byUrn.values()]
     .filter((c) => !c.type.startsWith("pulumi:pulumi:"))
@@ -179,12 +179,28 @@ function mergeProperties(
   return [...new Set([...(a ?? []), ...b])].sort();
 }
 
-/** `replace`/`delete` when a diagnostic is the engine refusing to touch a protected resource. */
-function protectionRefusal(message: string): "replace" | "delete" | undefined {
-  const match = /unable to (replace|delete) resource[\s\S]*marked for protection/.exec(
-    plainMessage(message),
+/**
+ * The engine refusing to touch a protected resource, and which one. Its messages (quoting URNs with
+ * Go's %q):
+ * - `resource "<urn>" cannot be deleted\nbecause it is protected. …` (deleteProtectedError,
+ *   pkg/resource/deploy/step.go);
+ * - `unable to replace resource "<urn>"\nas it is currently marked for protection. …`
+ *   (pkg/resource/deploy/step_generator.go);
+ * - `unable to replace resource "<dependent>" as part of replacing "<urn>" as it is currently marked
+ *   for protection. …`: the diagnostic's own URN is the replaced resource, the protected one is the
+ *   dependent named first.
+ */
+export function protectionRefusal(
+  message: string,
+): { kind: "replace" | "delete"; urn: string } | undefined {
+  const text = plainMessage(message);
+  const deleted = /^resource "(urn:pulumi:[^"]+)" cannot be deleted\s+because it is protected/.exec(
+    text,
   );
-  return match ? (match[1] as "replace" | "delete") : undefined;
+  if (deleted) return { kind: "delete", urn: deleted[1] };
+  const replaced =
+    /^unable to replace resource "(urn:pulumi:[^"]+)"[\s\S]*marked for protection/.exec(text);
+  return replaced ? { kind: "replace", urn: replaced[1] } : undefined;
 }
 
 /** Adds or replaces the section of the same layer and environment, keeping layers in order. */

@@ -8,9 +8,8 @@ import {
   PulumiCommand,
   type Stack,
 } from "@pulumi/pulumi/automation";
-import * as fs from "node:fs";
-import * as path from "node:path";
-import { resolvePulumiCommand } from "./pulumiCli";
+import { RUN_SECRETS_ENV } from "../components/config/runSecretsEnv";
+import { type PulumiCommandSource, resolvePulumiCommand } from "./pulumiCli";
 
 /** Options every engine operation takes. */
 export interface OperationOptions {
@@ -22,6 +21,13 @@ export interface OperationOptions {
   readonly signal?: AbortSignal;
 }
 
+/** One resource in a stack's state, as `pulumi stack export` lists it. */
+export interface StateResource {
+  readonly urn: string;
+  /** The type token, e.g. `talos:machine/bootstrap:Bootstrap`. */
+  readonly type: string;
+}
+
 /** What the CLI needs from one stack. */
 export interface StackOperations {
   preview(options: OperationOptions & { readonly diff?: boolean }): Promise<void>;
@@ -30,6 +36,8 @@ export interface StackOperations {
   destroy(options: OperationOptions): Promise<void>;
   /** The stack's outputs; `secret` marks values that were secret. */
   outputs(): Promise<OutputMap>;
+  /** The resources in the stack's state (from `pulumi stack export`; nothing is decrypted). */
+  stateResources(): Promise<StateResource[]>;
 }
 
 /** Which stack to open, and how. */
@@ -45,10 +53,10 @@ export interface OpenStackRequest {
   /** Create the stack if the backend does not have it (preview, up); otherwise it must exist. */
   readonly create: boolean;
   /**
-   * Credentials (full config keys) set as secret config for each operation and taken out of the
-   * stack file again afterwards, so they are neither kept nor committed.
+   * Credentials for the program (full config keys), handed over in the engine's environment
+   * ({@link RUN_SECRETS_ENV}): never on a command line, never written to the stack file.
    */
-  readonly secretConfig?: Readonly<Record<string, string>>;
+  readonly runSecrets?: Readonly<Record<string, string>>;
 }
 
 /** The Pulumi CLI that was found. */
@@ -68,15 +76,34 @@ export interface WorkspaceFactory {
   openStack(request: OpenStackRequest): Promise<StackOperations>;
 }
 
+/** How the production factory finds the Pulumi CLI (tests point it at a fake executable). */
+export interface LocalWorkspaceOptions {
+  readonly homeDir?: string;
+  /** @default PulumiCommand.get / PulumiCommand.install */
+  readonly cliSource?: PulumiCommandSource<PulumiCommand>;
+}
+
+/**
+ * The engine's environment for one stack: the backend and passphrase variables, and the run's
+ * credentials in {@link RUN_SECRETS_ENV} (set even when empty, so a value left in the operator's
+ * shell never reaches the program). The Automation API passes these to the Pulumi CLI's process
+ * environment, never its argv; the program reads them through components/config.
+ */
+export function engineEnvironment(request: OpenStackRequest): Record<string, string> {
+  const runSecrets = request.runSecrets ?? {};
+  return {
+    ...request.envVars,
+    [RUN_SECRETS_ENV]: Object.keys(runSecrets).length > 0 ? JSON.stringify(runSecrets) : "",
+  };
+}
+
 /** The production factory: Automation API LocalWorkspace over the layer's project folder. */
-export function localWorkspaceFactory(
-  options: { readonly homeDir?: string } = {},
-): WorkspaceFactory {
+export function localWorkspaceFactory(options: LocalWorkspaceOptions = {}): WorkspaceFactory {
   let command: PulumiCommand | undefined;
   return {
     async ensureCli({ install }) {
       command ??= await resolvePulumiCommand({
-        source: {
+        source: options.cliSource ?? {
           get: (opts) => PulumiCommand.get(opts),
           install: (opts) => PulumiCommand.install(opts),
         },
@@ -88,53 +115,23 @@ export function localWorkspaceFactory(
     async openStack(request) {
       if (!command) throw new Error("openStack called before ensureCli");
       const args = { stackName: request.stackName, workDir: request.workDir };
+      // The stack file is never written by the CLI: only the engine writes it (the secrets
+      // provider's encryptedkey/encryptionsalt when it creates the stack or the data key).
       const workspaceOptions = {
         pulumiCommand: command,
-        envVars: { ...request.envVars },
+        envVars: engineEnvironment(request),
         secretsProvider: request.secretsProvider,
       };
       const stack = request.create
         ? await LocalWorkspace.createOrSelectStack(args, workspaceOptions)
         : await LocalWorkspace.selectStack(args, workspaceOptions);
-      const stackFile = path.join(request.workDir, `Pulumi.${request.stackName}.yaml`);
-      return stackOperations(stack, request.secretConfig ?? {}, stackFile);
+      return stackOperations(stack);
     },
   };
 }
 
-/**
- * Runs `operation` with `values` set as secret config, then puts the stack file back exactly as it
- * was (the secrets were only ever there encrypted, and only for the run).
- */
-export async function withSecretConfig<T>(
-  stack: Pick<Stack, "setAllConfig">,
-  values: Readonly<Record<string, string>>,
-  stackFile: string,
-  operation: () => Promise<T>,
-): Promise<T> {
-  const keys = Object.keys(values);
-  if (keys.length === 0) return operation();
-  const original = fs.existsSync(stackFile) ? fs.readFileSync(stackFile) : undefined;
-  try {
-    await stack.setAllConfig(
-      Object.fromEntries(keys.map((key) => [key, { value: values[key], secret: true }])),
-      false,
-    );
-    return await operation();
-  } finally {
-    if (original) fs.writeFileSync(stackFile, original);
-    else fs.rmSync(stackFile, { force: true });
-  }
-}
-
 /** Adapts an Automation API Stack to {@link StackOperations}. */
-export function stackOperations(
-  stack: Stack,
-  secretConfig: Readonly<Record<string, string>> = {},
-  stackFile = "",
-): StackOperations {
-  const withSecrets = <T>(operation: () => Promise<T>) =>
-    withSecretConfig(stack, secretConfig, stackFile, operation);
+export function stackOperations(stack: Stack): StackOperations {
   const common = (options: OperationOptions) => ({
     onEvent: options.onEvent,
     ...(options.onOutput ? { onOutput: options.onOutput } : {}),
@@ -142,19 +139,24 @@ export function stackOperations(
   });
   return {
     async preview(options) {
-      await withSecrets(() =>
-        stack.preview({ ...common(options), ...(options.diff ? { diff: true } : {}) }),
-      );
+      await stack.preview({ ...common(options), ...(options.diff ? { diff: true } : {}) });
     },
     async up(options) {
-      await withSecrets(() => stack.up(common(options)));
+      await stack.up(common(options));
     },
     async refresh(options) {
-      await withSecrets(() => stack.refresh(common(options)));
+      await stack.refresh(common(options));
     },
     async destroy(options) {
-      await withSecrets(() => stack.destroy(common(options)));
+      await stack.destroy(common(options));
     },
     outputs: () => stack.outputs(),
+    async stateResources() {
+      const exported = await stack.exportStack();
+      const resources = (exported.deployment as { resources?: unknown } | undefined)?.resources;
+      return (Array.isArray(resources) ? (resources as Partial<StateResource>[]) : [])
+        .filter((r) => typeof r.urn === "string" && typeof r.type === "string")
+        .map((r) => ({ urn: r.urn!, type: r.type! }));
+    },
   };
 }

@@ -18,17 +18,21 @@ export interface AppOutputs {
   readonly grafana?: { dashboards: Record<string, string[]> };
 }
 
-/** Runs the app program for the current stack. */
-export function appLayer(): AppOutputs {
+/**
+ * Runs the app program for the current stack. The stack file is validated first, then the
+ * foundation's outputs are awaited: without them nothing of OpenBao or Grafana is registered.
+ */
+export async function appLayer(): Promise<AppOutputs> {
   const { spec, secrets } = loadAppConfig();
-  const foundation = new FoundationReference("foundation", {
+  const foundation = await new FoundationReference("foundation", {
     stack: spec.foundationStack,
     environment: pulumi.getStack(),
-  });
+  }).read();
   const openbao = new OpenbaoConfiguration("openbao", {
     settings: spec.openbao,
     secrets,
-    foundation: foundation.values,
+    foundation,
+    stack: pulumi.getStack(),
   });
   const grafana =
     spec.grafana &&

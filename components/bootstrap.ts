@@ -27,6 +27,7 @@ export function bootstrapLayer(): BootstrapOutputs {
     location: spec.stateBucket.location,
     keepVersions: spec.stateBucket.keepVersions,
     secretsKey: spec.secretsKey,
+    ciMembers: spec.ciMembers,
     provider,
   });
   return {

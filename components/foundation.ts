@@ -17,8 +17,14 @@ export interface FoundationOutputs {
   readonly endpoint: pulumi.Output<string>;
   /** Talos API addresses by role, then node name. */
   readonly nodes: pulumi.Output<{ controlplane: AddressesByName; worker: AddressesByName }>;
+  /** The address each node's kubelet reports, by node name (day-two health checks name nodes by it). */
+  readonly kubeletAddresses: pulumi.Output<AddressesByName>;
+  /** How `up` applied each pushed node's config (`staged`: waits for `rollout`), by node name. */
+  readonly applyModes: pulumi.Output<Record<string, string>>;
   readonly talosVersion: string;
   readonly kubernetesVersion: string;
+  /** The config contract the machine configs were generated for: `up` compares the next one with it. */
+  readonly configContract: string;
   /** Hash of the config applied to each pushed node, by node name. */
   readonly configHashes: pulumi.Output<Record<string, string>>;
   /** Each node's machine config as generated (secret), by node name: drift checks compare nodes to it. */
@@ -69,7 +75,11 @@ export function foundation(): FoundationOutputs {
     cluster: spec.cluster,
     nodes: spec.nodes,
     platforms: {
-      proxmox: spec.proxmox && { settings: spec.proxmox, apiToken: secrets.proxmoxApiToken },
+      proxmox: spec.proxmox && {
+        settings: spec.proxmox,
+        apiToken: secrets.proxmoxApiToken,
+        sshPrivateKey: secrets.proxmoxSshPrivateKey,
+      },
       oci: spec.oci,
       openstack: spec.openstack,
       ociPrivateKey: secrets.ociPrivateKey,
@@ -94,6 +104,8 @@ export function foundation(): FoundationOutputs {
       settings: services.openbao,
       clusterName: spec.cluster.name,
       provider: provider!,
+      issuer: { url: spec.cluster.endpointUrl, signingKey: cluster.serviceAccountSigningKey },
+      existingKey: secrets.gcpUnsealCredentials,
     });
   const dns =
     services.dns &&
@@ -110,8 +122,11 @@ export function foundation(): FoundationOutputs {
     nodes: pulumi
       .all([cluster.controlPlanes, cluster.workers])
       .apply(([controlplane, worker]) => ({ controlplane, worker })),
+    kubeletAddresses: cluster.kubeletAddresses,
+    applyModes: cluster.applyModes,
     talosVersion: spec.cluster.talosVersion,
     kubernetesVersion: spec.cluster.kubernetesVersion,
+    configContract: spec.cluster.configContract,
     configHashes: cluster.configHashes,
     machineConfigurations: cluster.machineConfigurations,
     installerImages: cluster.installerImages,

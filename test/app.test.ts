@@ -1,7 +1,8 @@
 import { strict as assert } from "node:assert";
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
-import { StackConfigError, validateAppConfig } from "../components/config";
+import { CRITICAL_TYPES } from "../automation/critical";
+import { RUN_SECRETS_ENV, StackConfigError, validateAppConfig } from "../components/config";
 import { readStackFile, resolveAll, ROOT, setupRun } from "./harness";
 import { Recorder } from "./mocks";
 
@@ -23,13 +24,18 @@ async function runApp(
     stack?: string;
     values?: Record<string, unknown>;
     secrets?: Record<string, string>;
-    foundation?: Record<string, unknown> | null;
+    /** The foundation's outputs; `null`: a stack with none yet; `"missing"`: no such stack. */
+    foundation?: Record<string, unknown> | null | "missing";
+    recorder?: Recorder;
   } = {},
 ) {
   const stack = options.stack ?? "staging";
-  const recorder = new Recorder();
+  const recorder = options.recorder ?? new Recorder();
   const foundationOutputs = options.foundation === null ? {} : (options.foundation ?? FOUNDATION);
-  recorder.behaviour.stackOutputs = { [`organization/talos-platform/${stack}`]: foundationOutputs };
+  recorder.behaviour.stackOutputs =
+    foundationOutputs === "missing"
+      ? {}
+      : { [`organization/talos-platform/${stack}`]: foundationOutputs };
   await setupRun(options.values ?? readStackFile(stack, "app", PROJECT), {
     recorder,
     project: PROJECT,
@@ -37,11 +43,17 @@ async function runApp(
     secrets: options.secrets ?? TOKENS,
   });
   const { appLayer } = await import("../components/app");
-  const outputs = appLayer();
+  const outputs = await appLayer();
   const resolved = await resolveAll(outputs);
   await recorder.settled();
   return { recorder, resolved };
 }
+
+/** Vault (OpenBao) and Grafana registrations, providers included. */
+const openbaoOrGrafana = (recorder: Recorder) =>
+  recorder.resources.filter((r) =>
+    /^(vault|grafana):|^pulumi:providers:(vault|grafana)$/.test(r.type),
+  );
 
 describe("app layer", () => {
   let recorder: Recorder;
@@ -62,7 +74,7 @@ describe("app layer", () => {
     assert.equal(config.inputs.kubernetesCaCert, FOUNDATION.kubernetesCaCertificate);
   });
 
-  it("renders one policy per file in app/policies, with the file's content", () => {
+  it("renders one policy per file in app/policies with the stack's KV mount, and CI's two generated ones", () => {
     const policies = recorder
       .ofType("vault:index/policy:Policy")
       .map((p) => p.inputs.name)
@@ -71,11 +83,90 @@ describe("app layer", () => {
     const external = recorder
       .ofType("vault:index/policy:Policy")
       .find((p) => p.inputs.name === "external-secrets")!;
-    assert.equal(
-      external.inputs.policy,
-      readFileSync(path.join(ROOT, "app", "policies", "external-secrets.hcl"), "utf8"),
+    const file = readFileSync(path.join(ROOT, "app", "policies", "external-secrets.hcl"), "utf8");
+    assert.match(file, /path "\$\{kvMount\}\/data\/apps\/\*"/);
+    assert.equal(external.inputs.policy, file.replace(/\$\{kvMount\}/g, "secret"));
+    assert.deepEqual(resolved.openbao.policies, ["external-secrets", "ci-apply", "ci-preview"]);
+  });
+
+  it("writes the external-secrets policy for the KV mount the stack configures", async () => {
+    const values = readStackFile("staging", "app", PROJECT) as any;
+    values.openbao.kvMount = "apps-kv";
+    const { recorder: r } = await runApp({ values });
+    const external = r
+      .ofType("vault:index/policy:Policy")
+      .find((p) => p.inputs.name === "external-secrets")!;
+    assert.match(external.inputs.policy, /path "apps-kv\/data\/apps\/\*"/);
+    assert.doesNotMatch(external.inputs.policy, /secret\/|\$\{/);
+    assert.equal(r.ofType("vault:index/mount:Mount")[0].inputs.path, "apps-kv");
+  });
+
+  it("grants CI exactly what the app layer's resources need, and never its own access", () => {
+    const policy = (name: string) =>
+      recorder.ofType("vault:index/policy:Policy").find((p) => p.inputs.name === name)!.inputs
+        .policy as string;
+    /** path → capabilities of a generated policy. */
+    const rules = (hcl: string) =>
+      Object.fromEntries(
+        [...hcl.matchAll(/path "([^"]+)" \{\n {2}capabilities = \[([^\]]*)\]\n\}/g)].map((m) => [
+          m[1],
+          m[2].split(", ").map((c) => JSON.parse(c)),
+        ]),
+      );
+    assert.deepEqual(rules(policy("ci-apply")), {
+      "sys/policies/acl/external-secrets": ["create", "read", "update", "delete"],
+      "sys/policies/acl/ci-apply": ["read"],
+      "sys/policies/acl/ci-preview": ["read"],
+      "sys/auth/kubernetes": ["create", "read", "sudo"],
+      "sys/mounts/auth/kubernetes/tune": ["read", "update"],
+      "auth/kubernetes/config": ["create", "read", "update"],
+      "auth/kubernetes/role/*": ["create", "read", "update", "delete"],
+      "sys/mounts/secret": ["create", "read"],
+      "sys/mounts/secret/tune": ["update"],
+      "sys/auth/jwt-github": ["read", "sudo"],
+      "sys/mounts/auth/jwt-github/tune": ["read"],
+      "auth/jwt-github/config": ["read"],
+      "auth/jwt-github/role/*": ["read"],
+    });
+    const preview = rules(policy("ci-preview"));
+    assert.ok(
+      Object.values(preview).every((caps) =>
+        caps.every((c: string) => c === "read" || c === "sudo"),
+      ),
+      "a preview reads",
     );
-    assert.deepEqual(resolved.openbao.policies, ["ci-apply", "ci-preview", "external-secrets"]);
+    // Everything apply touches, read back by a refresh; the KV mount's tuning is only ever written.
+    assert.deepEqual(
+      Object.keys(preview).sort(),
+      Object.keys(rules(policy("ci-apply")))
+        .filter((p) => p !== "sys/mounts/secret/tune")
+        .sort(),
+    );
+    for (const hcl of [policy("ci-apply"), policy("ci-preview")]) {
+      // No wildcard over mounts, auth methods or policies, no `+` segment.
+      assert.doesNotMatch(hcl, /"sys\/(auth|mounts|policies\/acl)\/\*"|\/\+\//);
+    }
+  });
+
+  it("protects the KV mount and the auth methods: replacing one would lose what it holds", () => {
+    for (const type of [
+      "vault:index/mount:Mount",
+      "vault:index/authBackend:AuthBackend",
+      "vault:jwt/authBackend:AuthBackend",
+    ]) {
+      const [resource] = recorder.ofType(type);
+      assert.equal(resource.options.protect, true, type);
+      assert.ok(CRITICAL_TYPES[type], `${type} is in the preview summary's critical list`);
+    }
+  });
+
+  it("reviews Kubernetes logins with OpenBao's own service account and binds each role to an audience", () => {
+    const [config] = recorder.ofType("vault:kubernetes/authBackendConfig:AuthBackendConfig");
+    assert.equal(config.inputs.disableLocalCaJwt, false);
+    assert.equal(config.inputs.disableIssValidation, undefined, "deprecated flag not set");
+    assert.equal(config.inputs.issuer, undefined);
+    const [role] = recorder.ofType("vault:kubernetes/authBackendRole:AuthBackendRole");
+    assert.equal(role.inputs.audience, "openbao");
   });
 
   it("binds service accounts to policies, only after the policies exist", () => {
@@ -102,7 +193,7 @@ describe("app layer", () => {
     );
   });
 
-  it("lets CI log in with GitHub's OIDC token: read-only anywhere, apply on main only", () => {
+  it("lets CI log in with GitHub's OIDC token: previews from the PR workflow, apply from main's, each in its environment", () => {
     const [jwt] = recorder.ofType("vault:jwt/authBackend:AuthBackend");
     assert.equal(jwt.inputs.oidcDiscoveryUrl, "https://token.actions.githubusercontent.com");
     assert.equal(jwt.inputs.boundIssuer, "https://token.actions.githubusercontent.com");
@@ -111,14 +202,47 @@ describe("app layer", () => {
         .ofType("vault:jwt/authBackendRole:AuthBackendRole")
         .map((r) => [r.inputs.roleName, r.inputs]),
     );
-    assert.deepEqual(roles["ci-preview"].boundClaims, { repository: "example/homelab" });
+    assert.deepEqual(roles["ci-preview"].boundClaims, {
+      repository: "example/homelab",
+      job_workflow_ref: "example/homelab/.github/workflows/pull-request.yml@*",
+      environment: "preview-staging",
+    });
     assert.deepEqual(roles["ci-preview"].tokenPolicies, ["ci-preview"]);
     assert.deepEqual(roles["ci-apply"].boundClaims, {
       repository: "example/homelab",
       ref: "refs/heads/main",
+      job_workflow_ref: "example/homelab/.github/workflows/main.yml@refs/heads/main",
+      environment: "staging",
     });
     assert.deepEqual(roles["ci-apply"].tokenPolicies, ["ci-apply"]);
-    assert.deepEqual(roles["ci-apply"].boundAudiences, ["openbao"]);
+    for (const role of Object.values(roles) as Record<string, unknown>[]) {
+      assert.equal(role.boundClaimsType, "glob");
+      assert.deepEqual(role.boundAudiences, ["openbao"]);
+    }
+  });
+
+  it("takes the credentials the CLI hands over in the engine's environment, as secrets, before the stack's", async () => {
+    const before = process.env[RUN_SECRETS_ENV];
+    process.env[RUN_SECRETS_ENV] = JSON.stringify({
+      "talos-platform-app:openbaoToken": "FAKE-SECRET-from-bitwarden",
+      "talos-platform-app:grafanaAuth": "FAKE-SECRET-grafana-from-env",
+    });
+    try {
+      // No secret in the stack at all: the run's values satisfy validation and reach the providers.
+      const { recorder: fromRun } = await runApp({ secrets: {} });
+      const openbao = fromRun.named("openbao-provider");
+      assert.equal(openbao.inputs.token, "FAKE-SECRET-from-bitwarden");
+      assert.ok(openbao.secretPaths.includes("token"));
+      const grafana = fromRun.named("grafana-provider");
+      assert.equal(grafana.inputs.auth, "FAKE-SECRET-grafana-from-env");
+      assert.ok(grafana.secretPaths.includes("auth"));
+      // The stack's own value loses to the run's, as the CLI's order (Bitwarden, environment, stack) says.
+      const { recorder: both } = await runApp();
+      assert.equal(both.named("openbao-provider").inputs.token, "FAKE-SECRET-from-bitwarden");
+    } finally {
+      if (before === undefined) delete process.env[RUN_SECRETS_ENV];
+      else process.env[RUN_SECRETS_ENV] = before;
+    }
   });
 
   it("passes the OpenBao and Grafana tokens to their providers only as secrets", () => {
@@ -182,27 +306,32 @@ describe("app layer", () => {
     }
   });
 
-  it("fails fast with a clear message when the foundation has no outputs yet", async () => {
-    const failures: unknown[] = [];
-    const record = (reason: unknown) => failures.push(reason);
-    process.on("unhandledRejection", record);
-    try {
-      const { recorder: r } = await runApp({ foundation: null });
-      const message = failures.map(String).join("\n");
-      assert.match(
-        message,
-        /foundation stack organization\/talos-platform\/staging has no endpoint, kubernetesCaCertificate, clusterName output yet/,
-      );
-      assert.match(message, /npm run platform -- up staging/);
-      assert.equal(
-        r.ofType("vault:kubernetes/authBackendConfig:AuthBackendConfig").length,
-        0,
-        "nothing is bound to a cluster that does not exist",
-      );
-    } finally {
-      process.off("unhandledRejection", record);
-    }
-  });
+  for (const [situation, foundation, message] of [
+    [
+      "has no outputs yet",
+      null,
+      /^foundation stack organization\/talos-platform\/staging has no endpoint, kubernetesCaCertificate, clusterName output yet; the app layer needs the cluster first\. Run `npm run platform -- up staging`/,
+    ],
+    [
+      "does not exist",
+      "missing",
+      /^foundation stack organization\/talos-platform\/staging could not be read \(.*unknown stack "organization\/talos-platform\/staging".*\); the app layer needs the cluster first\. Run `npm run platform -- up staging`/s,
+    ],
+  ] as const) {
+    it(`registers nothing of OpenBao or Grafana when the foundation stack ${situation}`, async () => {
+      const r = new Recorder();
+      await assert.rejects(runApp({ foundation, recorder: r }), (error: Error) => {
+        assert.match(error.message, message);
+        return true;
+      });
+      await r.settled();
+      assert.deepEqual(openbaoOrGrafana(r), [], "no provider and no resource");
+      assert.deepEqual(r.resources.map((res) => res.type).sort(), [
+        "platform:app:FoundationReference",
+        "pulumi:pulumi:StackReference",
+      ]);
+    });
+  }
 
   it("runs over the prod stack file too", async () => {
     const { recorder: r } = await runApp({
@@ -221,7 +350,12 @@ describe("app layer", () => {
 });
 
 describe("app layer validation", () => {
-  const base = () => readStackFile("staging", "app", PROJECT) as any;
+  // The program reads foundationStack, openbao and grafana; `backend` is the CLI's (automation/backend.ts).
+  const base = () => {
+    const { backend, ...values } = readStackFile("staging", "app", PROJECT) as any;
+    assert.match(backend, /^gs:\/\//);
+    return values;
+  };
   const problemsOf = (
     change: (v: any) => void,
     secrets = new Set(["openbaoToken", "grafanaAuth"]),
@@ -250,9 +384,7 @@ describe("app layer validation", () => {
       [
         'test/fixtures/app/bad-policies/broken.hcl: not an OpenBao policy: no path "…" { capabilities = […] } block',
         "test/fixtures/app/bad-policies/unclosed.hcl: has a { that is never closed",
-        "openbao.roles[0].policies[0]: policy external-secrets is neither in the policy folder nor in openbao.policies. Known: default",
-        "openbao.ci.previewPolicies[0]: policy ci-preview is neither in the policy folder nor in openbao.policies. Known: default",
-        "openbao.ci.applyPolicies[0]: policy ci-apply is neither in the policy folder nor in openbao.policies. Known: default",
+        "openbao.roles[0].policies[0]: policy external-secrets is neither in the policy folder nor in openbao.policies. Known: ci-apply, ci-preview, default",
       ],
     );
   });
@@ -278,8 +410,23 @@ describe("app layer validation", () => {
     assert.deepEqual(
       problemsOf(() => undefined, new Set()),
       [
-        "openbaoToken: required (or openbaoJwt in CI), as a secret. The CLI takes it from OPENBAO_TOKEN, or CI from its OIDC token (README: App layer)",
+        "openbaoToken: required (or openbaoJwt in CI), as a secret. The CLI takes it from OPENBAO_TOKEN, or CI from its OIDC token (docs/app-layer.md)",
         "grafanaAuth: required when grafana is set, as a secret. A service-account token; the CLI takes it from GRAFANA_AUTH",
+      ],
+    );
+  });
+
+  it("refuses a policy file in place of a generated CI policy, and unknown placeholders", () => {
+    assert.deepEqual(
+      problemsOf((v) => {
+        v.openbao.policies = {
+          "ci-apply": 'path "sys/*" { capabilities = ["sudo"] }',
+          typo: 'path "${kvMonut}/data/*" { capabilities = ["read"] }',
+        };
+      }),
+      [
+        "openbao.policies.ci-apply: ci-apply is generated from the stack (exactly what CI's runs need); remove it",
+        "openbao.policies.typo: unknown placeholder ${kvMonut}; known: ${kvMount}, ${kubernetesAuthPath}",
       ],
     );
   });

@@ -187,25 +187,35 @@ describe("cloud nodes", () => {
       assert.equal(alias.selector.match, `mac(link.permanent_addr) == "${port.macAddress}"`);
     });
 
-    it("lets the Talos and Kubernetes APIs in and the nodes talk to each other", () => {
+    it("opens exactly the node-to-node flows workers need, from nodes here and the other sites' node addresses", () => {
       const rules = recorder
         .ofType(T.osRule)
         .map((r) => [
           r.inputs.ethertype,
-          r.inputs.protocol ?? "any",
-          r.inputs.portRangeMin ?? "-",
-          r.inputs.remoteIpPrefix ?? "self",
+          r.inputs.protocol,
+          r.inputs.portRangeMin,
+          r.inputs.remoteIpPrefix ?? (r.inputs.remoteGroupId ? "nodes" : "?"),
         ]);
+      const cps = ["192.0.2.11/32", "192.0.2.12/32", "192.0.2.13/32"];
+      const ociNodes = ["198.51.100.21/32", "198.51.100.22/32", "198.51.100.23/32"];
       assert.deepEqual(
         rules.sort(),
         [
-          ["IPv4", "any", "-", "self"],
+          // Talos API and kubelet: from the control planes only (at the Proxmox site).
+          ...cps.map((p) => ["IPv4", "tcp", 50000, p]),
+          ...cps.map((p) => ["IPv4", "tcp", 10250, p]),
+          // flannel's VXLAN: from every node, here and at the other sites.
+          ["IPv4", "udp", 4789, "nodes"],
+          ["IPv6", "udp", 4789, "nodes"],
+          ...[...cps, ...ociNodes].map((p) => ["IPv4", "udp", 4789, p]),
+          // The workstation: the Talos API (no control plane here, so no 6443).
           ["IPv4", "tcp", 50000, "0.0.0.0/0"],
-          ["IPv4", "tcp", 6443, "0.0.0.0/0"],
-          ["IPv6", "any", "-", "self"],
           ["IPv6", "tcp", 50000, "::/0"],
-          ["IPv6", "tcp", 6443, "::/0"],
         ].sort(),
+      );
+      assert.ok(
+        recorder.ofType(T.osRule).every((r) => r.inputs.direction === "ingress"),
+        "ingress only",
       );
     });
   });
@@ -283,8 +293,10 @@ describe("cloud node variations", () => {
     );
   });
 
-  it("reaches an OCI node with a public IP there, and an OpenStack node without a fixed IP at its port's address", async () => {
-    const { recorder } = await run((v) => {
+  it("reaches an OCI node with a public IP there but checks its health by the private address its kubelet reports", async () => {
+    const { recorder, resolved } = await run((v) => {
+      // Over KubeSpan the control planes reach the private address; routed sites could not.
+      v.cluster.network.connectivity = "kubespan";
       v.nodes[3].oci = { assignPublicIp: true };
       delete v.nodes[6].openstack.fixedIp;
     });
@@ -292,7 +304,16 @@ describe("cloud node variations", () => {
       recorder.named("demo-oci-1-instance").inputs.createVnicDetails.assignPublicIp,
       "true",
     );
-    assert.match(recorder.named("demo-oci-1-config").inputs.node, /^203\.0\.113\.\d+$/);
+    const publicIp = recorder.named("demo-oci-1-config").inputs.node;
+    assert.match(publicIp, /^203\.0\.113\.\d+$/);
+    const privateIp = resolved.kubeletAddresses["oci-1"];
+    assert.match(privateIp, /^198\.51\.100\.\d+$/);
+    const health = recorder.invokesOf("talos:cluster/getHealth:getHealth")[0].inputs;
+    assert.ok(health.workerNodes.includes(privateIp), "matched by the address Kubernetes knows");
+    assert.ok(!health.workerNodes.includes(publicIp));
+    assert.deepEqual(health.endpoints, ["192.0.2.11", "192.0.2.12", "192.0.2.13"]);
+    const talosconfig = recorder.invokesOf("talos:client/getConfiguration:getConfiguration")[0];
+    assert.ok(talosconfig.inputs.nodes.includes(publicIp), "talosctl reaches it on the public IP");
     assert.match(recorder.named("demo-os-1-config").inputs.node, /^192\.0\.2\.\d+$/);
   });
 
@@ -349,9 +370,16 @@ describe("cloud node variations", () => {
 
   it("floats the VIP between OpenStack control planes through a VIP port and allowed address pairs", async () => {
     const { recorder } = await run((v) => {
-      v.nodes[6].role = "controlplane";
-      v.nodes[7].role = "controlplane";
-      v.nodes.splice(1, 2);
+      v.nodes = v.nodes.filter((n: any) => n.platform === "openstack");
+      v.nodes.push({
+        name: "os-3",
+        role: "controlplane",
+        platform: "openstack",
+        openstack: { fixedIp: "203.0.113.23" },
+      });
+      for (const node of v.nodes) node.role = "controlplane";
+      delete v.proxmox;
+      delete v.oci;
     });
     const vipPort = recorder.named("demo-vip").inputs;
     assert.deepEqual(vipPort.fixedIps, [{ subnetId: "subnet-example", ipAddress: "192.0.2.10" }]);
@@ -414,7 +442,7 @@ describe("cloud config validation", () => {
     };
     const change = (v: any) => (v.nodes[3].patches = [big]);
     assert.deepEqual(problemsOf(change), [
-      "nodes[3]: the machine config of oci-1 is about 35,472 bytes as user data, over OCI's limit of 32,000 bytes (instance metadata, counted after base64). Shrink its patches (cluster.patches, nodes[].patches)",
+      "nodes[3]: the machine config of oci-1 is about 35,360 bytes as user data, over OCI's limit of 32,000 bytes (instance metadata, counted after base64). Shrink its patches (cluster.patches, nodes[].patches)",
     ]);
     const values: any = clone(cloudCluster());
     change(values);
@@ -466,6 +494,7 @@ describe("cloud config validation", () => {
       },
       [
         "openstack.subnetId: required for the VIP port, because control plane nodes[5] runs on OpenStack and cluster.vip is set",
+        'cluster.vip: a layer-2 VIP cannot span sites, and the control planes are at proxmox, openstack; got "192.0.2.10". Drop cluster.vip and give cluster.endpoint a DNS name (talos-platform:dns can point it at the control planes) or a load balancer you run',
       ],
     ],
     [
@@ -490,7 +519,7 @@ describe("cloud config validation", () => {
     [
       "a static network on a cloud node",
       (v) => (v.nodes[3].network = { addresses: ["198.51.100.21/24"] }),
-      ["nodes[3].network: is not a setting here. See the README's configuration reference"],
+      ["nodes[3].network: is not a setting here. See docs/configuration.md"],
     ],
   ];
   for (const [label, change, expected] of cases) {

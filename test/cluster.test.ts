@@ -105,14 +105,15 @@ describe("TalosCluster on Proxmox and bare metal", () => {
       assert.equal(vm("worker-1").inputs.networkDevices[0].vlanId, undefined);
     });
 
-    it("boots every VM from its host's Talos image, stops it on destroy and never replaces it for a new image", () => {
+    it("creates every VM's disk from its host's Talos image through the API, stops it on destroy and never replaces it for a new image", () => {
       for (const r of recorder.ofType(T.vm)) {
         assert.match(
-          r.inputs.disks[0].fileId,
-          /^local:iso\/talos-v1\.13\.9-[0-9a-f]{12}-nocloud-amd64\.img$/,
+          r.inputs.disks[0].importFrom,
+          /^local:import\/talos-v1\.13\.9-[0-9a-f]{12}-nocloud-amd64\.qcow2$/,
         );
+        assert.equal(r.inputs.disks[0].fileId, undefined, "fileId would import over SSH");
         assert.equal(r.inputs.stopOnDestroy, true);
-        assert.deepEqual(r.options.ignoreChanges, ["disks[0].fileId"]);
+        assert.deepEqual(r.options.ignoreChanges, ["disks[0].fileId", "disks[0].importFrom"]);
         assert.equal(
           r.inputs.agent.enabled,
           true,
@@ -144,18 +145,25 @@ describe("TalosCluster on Proxmox and bare metal", () => {
       }
     });
 
-    it("downloads the nocloud image once per Proxmox host that runs a node, as gzip", () => {
+    it("downloads the uncompressed qcow2 nocloud image once per Proxmox host that runs a node, as import content", () => {
       const images = recorder.ofType(T.image);
       assert.deepEqual(images.map((r) => r.inputs.nodeName).sort(), ["pve1", "pve2", "pve3"]);
       for (const image of images) {
         assert.match(
           image.inputs.url,
-          /^https:\/\/factory\.talos\.dev\/image\/[0-9a-f]{64}\/v1\.13\.9\/nocloud-amd64\.raw\.gz$/,
+          /^https:\/\/factory\.talos\.dev\/image\/[0-9a-f]{64}\/v1\.13\.9\/nocloud-amd64\.qcow2$/,
         );
-        assert.equal(image.inputs.decompressionAlgorithm, "gz");
-        assert.equal(image.inputs.contentType, "iso");
+        assert.equal(image.inputs.decompressionAlgorithm, undefined);
+        assert.equal(image.inputs.contentType, "import");
+        assert.match(image.inputs.fileName, /\.qcow2$/);
         assert.equal(image.inputs.datastoreId, "local");
+        assert.equal(image.inputs.uploadTimeout, 1800);
       }
+    });
+
+    it("configures the Proxmox provider with the API token only: no SSH", () => {
+      const provider = recorder.named("demo-proxmox-provider");
+      assert.equal(provider.inputs.ssh, undefined);
     });
 
     it("registers a schematic with the platform's extensions and uses the vanilla image elsewhere", () => {
@@ -248,7 +256,7 @@ describe("TalosCluster on Proxmox and bare metal", () => {
     it("applies exactly the generated configuration of that node", () => {
       for (const node of ["cp-1", "metal-1"]) {
         assert.ok(apply(node).inputs.machineConfigurationInput.includes(`hostname: ${node}\n`));
-        assert.equal(apply(node).inputs.applyMode, "auto");
+        assert.equal(apply(node).inputs.applyMode, "staged_if_needing_reboot");
       }
     });
 
@@ -295,7 +303,8 @@ describe("TalosCluster on Proxmox and bare metal", () => {
         "192.0.2.12",
         "192.0.2.13",
       ]);
-      assert.deepEqual(health[0].inputs.workerNodes, ["192.0.2.21", "2001:db8::31"]);
+      // The bare-metal worker is reached on IPv6 but its kubelet reports its IPv4 (the service family).
+      assert.deepEqual(health[0].inputs.workerNodes, ["192.0.2.21", "192.0.2.31"]);
       assert.deepEqual(health[0].inputs.endpoints, ["192.0.2.11", "192.0.2.12", "192.0.2.13"]);
       assert.equal(health[0].inputs.skipKubernetesChecks, false);
       assert.deepEqual(health[0].inputs.timeouts, { read: "10m" });
@@ -338,6 +347,11 @@ describe("TalosCluster on Proxmox and bare metal", () => {
         "worker-1",
         "metal-1",
       ]);
+    });
+
+    it("exports the config contract the configs were generated for (up compares the next one with it)", () => {
+      assert.equal(resolved.configContract, "v1.13.9");
+      assert.equal(configFor("cp-1").inputs.talosVersion, resolved.configContract);
     });
 
     it("parents every resource under the cluster component", () => {
@@ -452,14 +466,16 @@ describe("TalosCluster variations", () => {
     const withoutImage = (r: Recorder) =>
       r.ofType(T.vm).map((v) => ({
         ...v.inputs,
-        disks: v.inputs.disks.map((d: any) => ({ ...d, fileId: "-" })),
+        disks: v.inputs.disks.map((d: any) => ({ ...d, fileId: "-", importFrom: "-" })),
       }));
     assert.deepEqual(withoutImage(after), withoutImage(before));
     assert.notEqual(
       after.ofType(T.image)[0].inputs.fileName,
       before.ofType(T.image)[0].inputs.fileName,
     );
-    assert.ok(after.ofType(T.vm).every((v) => v.options.ignoreChanges.includes("disks[0].fileId")));
+    assert.ok(
+      after.ofType(T.vm).every((v) => v.options.ignoreChanges.includes("disks[0].importFrom")),
+    );
     assert.equal(after.ofType(T.secrets)[0].inputs.talosVersion, "v1.13.10");
   });
 });

@@ -157,10 +157,9 @@ describe("stack config validation", () => {
     [
       "a VIP outside the control planes' subnets",
       (v) => (v.cluster.vip = "198.51.100.10"),
-      [0, 1, 2].map(
-        (i) =>
-          `cluster.vip: is not in any subnet of control plane nodes[${i}]; got "198.51.100.10". A layer-2 VIP must share a subnet with every control plane; nodes[${i}] has 192.0.2.1${i + 1}/24`,
-      ),
+      [
+        'cluster.vip: is not in the subnet of every control plane; got "198.51.100.10". A layer-2 VIP must share a subnet with every control plane; nodes[0] has 192.0.2.11/24; nodes[1] has 192.0.2.12/24; nodes[2] has 192.0.2.13/24',
+      ],
     ],
     [
       "neither endpoint nor VIP",
@@ -180,15 +179,15 @@ describe("stack config validation", () => {
         }),
       [
         "cluster.patches.all[0]: is not valid YAML (Flow sequence in block collection must be sufficiently indented and end with a ] at line 1, column 11)",
-        "cluster.patches.all[1]: sets machine.network, which Talos 1.13 no longer accepts. Use HostnameConfig, LinkConfig, Layer2VIPConfig and ResolverConfig documents",
-        'cluster.patches.all[2]: must be a mapping (a strategic merge patch); JSON 6902 patch lists are not supported; got [{"op":"add"}]',
+        "cluster.patches.all[1]: sets machine.network, which Talos 1.13 has deprecated (it is not in its configuration schema). Use HostnameConfig, LinkConfig, Layer2VIPConfig and ResolverConfig documents",
+        'cluster.patches.all[2]: is a JSON 6902 patch list; this program takes strategic merge patches only, written as mappings; got [{"op":"add"}]',
       ],
     ],
     [
       "an inline node patch setting machine.time",
       (v) => (v.nodes[1].patches = [{ machine: { time: { servers: ["pool.ntp.org"] } } }]),
       [
-        "nodes[1].patches[0]: sets machine.time, which Talos 1.13 no longer accepts. Use a TimeSyncConfig document",
+        "nodes[1].patches[0]: sets machine.time, which Talos 1.13 has deprecated (it is not in its configuration schema). Use a TimeSyncConfig document",
       ],
     ],
     [
@@ -204,12 +203,12 @@ describe("stack config validation", () => {
     [
       "a VLAN out of range",
       (v) => (v.nodes[0].proxmox.vlan = 4095),
-      ["nodes[0].proxmox.vlan: Too big: expected number to be <=4094; got 4095"],
+      ["nodes[0].proxmox.vlan: must be at most 4094; got 4095"],
     ],
     [
       "a missing cluster",
       (v) => delete v.cluster,
-      ["cluster: required. See the README's configuration reference and Pulumi.staging.yaml"],
+      ["cluster: required. See docs/configuration.md and Pulumi.staging.yaml"],
     ],
     [
       "a missing required field",
@@ -228,7 +227,6 @@ describe("stack config validation", () => {
       (v) => delete v.nodes[0].network,
       [
         "nodes[0].network: required for Proxmox nodes. Give network.addresses (the VM's static address, e.g. 192.0.2.11/24) and network.gateway",
-        "nodes[0].network: required on control planes when cluster.vip is set (the VIP needs a link)",
       ],
     ],
   ];
@@ -242,7 +240,7 @@ describe("stack config validation", () => {
       "two spellings of one IPv6 address",
       (v) => (v.nodes[3].network.addresses = ["192.0.2.21/24", "2001:DB8:0::31/64"]),
       [
-        "nodes[4].network.addresses[0]: address 2001:db8::31 is already used by nodes[3].network.addresses[1]. Each address belongs to one node",
+        "nodes[4].network.addresses[1]: address 2001:db8::31 is already used by nodes[3].network.addresses[1]. Each address belongs to one node",
         "nodes[4].baremetal.address: address 2001:db8::31 is already used by nodes[3].network.addresses[1]. Each address belongs to one node",
       ],
     ],
@@ -276,6 +274,7 @@ describe("stack config validation", () => {
       },
       [
         "nodes[4].network: required on control planes when cluster.vip is set (the VIP needs a link)",
+        'nodes[4].baremetal.address: is not an IPv4 address; got "2001:db8::31". The first of cluster.network.serviceSubnets is IPv4: Talos gives each kubelet a node IP of that family, and health checks find nodes by it. Give network.addresses with one',
       ],
     ],
   ];
@@ -380,11 +379,12 @@ describe("stack config defaults", () => {
     assert.equal(valid().cluster.allowSchedulingOnControlPlanes, false);
   });
 
-  it("protects control planes, checks health with a 10m timeout, applies in auto mode and keeps flannel by default", () => {
+  it("protects control planes, checks health with a 10m timeout, stages changes that need a reboot and keeps flannel by default", () => {
     const { cluster } = valid();
     assert.equal(cluster.protectControlPlanes, true);
     assert.deepEqual(cluster.health, { enabled: true, timeout: "10m" });
-    assert.equal(cluster.applyMode, "auto");
+    assert.equal(cluster.applyMode, "staged_if_needing_reboot");
+    assert.equal(cluster.rollout.maxUnavailableWorkers, 1);
     assert.equal(cluster.network.cni, "flannel");
     assert.equal(cluster.network.kubeProxy, true);
   });

@@ -2,6 +2,10 @@
 import { StackConfigError, validatePlatformConfig } from "../components/config";
 import type { StackValues } from "./harness";
 
+/** GitHub's published SSH host key (ed25519), as `ssh-keyscan github.com` prints it: public, not a secret. */
+export const GITHUB_KNOWN_HOSTS =
+  "github.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl";
+
 /** Three Proxmox control planes on three hosts behind a VIP (like staging). */
 export function proxmoxCluster(): StackValues {
   return {
@@ -28,7 +32,10 @@ export function proxmoxCluster(): StackValues {
   };
 }
 
-/** The Proxmox cluster plus one Proxmox worker and one bare-metal worker reached over IPv6. */
+/**
+ * The Proxmox cluster plus one Proxmox worker and one bare-metal worker on the same LAN (the same
+ * site), its config pushed over IPv6.
+ */
 export function mixedCluster(): StackValues {
   const values = proxmoxCluster();
   (values.nodes as unknown[]).push(
@@ -43,8 +50,14 @@ export function mixedCluster(): StackValues {
       name: "metal-1",
       role: "worker",
       platform: "baremetal",
+      site: "proxmox",
       installDisk: "/dev/nvme0n1",
-      network: { addresses: ["2001:db8::31/64"], gateway6: "2001:db8::1", interface: "enp1s0" },
+      network: {
+        addresses: ["192.0.2.31/24", "2001:db8::31/64"],
+        gateway: "192.0.2.1",
+        gateway6: "2001:db8::1",
+        interface: "enp1s0",
+      },
       baremetal: { address: "2001:db8::31" },
     },
   );
@@ -56,9 +69,13 @@ export function clone<T>(value: T): T {
   return JSON.parse(JSON.stringify(value)) as T;
 }
 
-/** Proxmox control planes with an OCI worker pool (arm64, spread over two ADs) and an OpenStack worker pool. */
+/**
+ * Proxmox control planes with an OCI worker pool (arm64, spread over two ADs) and an OpenStack worker
+ * pool: three sites whose node addresses route to each other.
+ */
 export function cloudCluster(): StackValues {
   const values: any = proxmoxCluster();
+  values.cluster.network.connectivity = "routed";
   values.oci = {
     region: "eu-frankfurt-1",
     compartmentId: "ocid1.compartment.oc1..example",

@@ -3,7 +3,7 @@
 // realistic fake state, and throws on any invoke it does not know so a new call is never silently faked.
 import * as pulumi from "@pulumi/pulumi";
 import { MockMonitor } from "@pulumi/pulumi/runtime/mocks";
-import { createHash } from "node:crypto";
+import { createHash, generateKeyPairSync } from "node:crypto";
 import { stringify } from "yaml";
 
 const SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270";
@@ -70,6 +70,16 @@ const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
 const pem = (what: string) =>
   `-----BEGIN ${what}-----\n${Buffer.from(what).toString("base64")}\n-----END ${what}-----\n`;
 const fakeKey = (what: string) => `${FAKE_SECRET_MARKER}-${what}`;
+
+/**
+ * A real (throwaway) service-account signing key, as Talos makes one for new contracts (ECDSA P-256),
+ * so code deriving its public half works; the marker line before the PEM keeps a leak easy to find.
+ */
+const SERVICE_ACCOUNT_KEY = `${fakeKey("sa-key")}\n${generateKeyPairSync("ec", {
+  namedCurve: "P-256",
+})
+  .privateKey.export({ type: "pkcs8", format: "pem" })
+  .toString()}`;
 
 /** Behaviour a test can switch on. */
 export interface MockBehaviour {
@@ -198,7 +208,7 @@ export class Recorder {
             id: inputs.name,
             state: {
               name: inputs.name,
-              outputs: this.behaviour.stackOutputs?.[inputs.name] ?? {},
+              outputs: stackOutputs(this.behaviour, inputs.name),
               secretOutputNames: [],
             },
           }
@@ -213,6 +223,16 @@ export class Recorder {
     this.invokes.push({ token: args.token, inputs, secretPaths, ...versions });
     return fakeInvoke(args.token, inputs, this.behaviour);
   }
+}
+
+/**
+ * A referenced stack's outputs. A stack the test did not list does not exist, and the engine fails the
+ * read as its backend client does: `unknown stack "<name>"`.
+ */
+function stackOutputs(behaviour: MockBehaviour, name: string): Record<string, unknown> {
+  const outputs = behaviour.stackOutputs?.[name];
+  if (outputs === undefined) throw new Error(`unknown stack "${name}"`);
+  return outputs;
 }
 
 /** Fake provider state: inputs plus the outputs a real provider would compute. */
@@ -236,7 +256,7 @@ function fakeResource(
               etcd: cert("etcd"),
               k8s: cert("k8s"),
               k8sAggregator: cert("k8s-aggregator"),
-              k8sServiceaccount: { key: fakeKey("sa-key") },
+              k8sServiceaccount: { key: SERVICE_ACCOUNT_KEY },
               os: cert("os"),
             },
             cluster: { id: "cluster-id", secret: fakeKey("cluster-secret") },
@@ -290,7 +310,7 @@ function fakeResource(
       return { id: sha256(inputs.schematic ?? ""), state: inputs };
     case "proxmoxve:download/file:File":
       return {
-        id: `${inputs.datastoreId}:iso/${inputs.fileName}`,
+        id: `${inputs.datastoreId}:${inputs.contentType}/${inputs.fileName}`,
         state: { ...inputs, size: 1_300_000_000 },
       };
     case "proxmoxve:index/vmLegacy:VmLegacy":
@@ -341,6 +361,14 @@ function fakeResource(
         id: `${name}-id`,
         state: { ...inputs, privateKey: Buffer.from(file).toString("base64") },
       };
+    }
+    case "gcp:iam/workloadIdentityPool:WorkloadIdentityPool": {
+      const poolName = `projects/123456789012/locations/global/workloadIdentityPools/${inputs.workloadIdentityPoolId}`;
+      return { id: poolName, state: { ...inputs, name: poolName } };
+    }
+    case "gcp:iam/workloadIdentityPoolProvider:WorkloadIdentityPoolProvider": {
+      const providerName = `projects/123456789012/locations/global/workloadIdentityPools/${inputs.workloadIdentityPoolId}/providers/${inputs.workloadIdentityPoolProviderId}`;
+      return { id: providerName, state: { ...inputs, name: providerName } };
     }
     case "gcp:storage/bucket:Bucket":
       return { id: inputs.name, state: { ...inputs, url: `gs://${inputs.name}` } };
@@ -436,6 +464,22 @@ function fakeInvoke(
           name: `Uocm:EU-FRANKFURT-1-AD-${n}`,
           compartmentId: inputs.compartmentId,
         })),
+      };
+    case "oci:Core/getComputeGlobalImageCapabilitySchemas:getComputeGlobalImageCapabilitySchemas":
+      return {
+        ...inputs,
+        id: "global-image-capability-schemas",
+        computeGlobalImageCapabilitySchemas: [
+          {
+            id: "ocid1.computeglobalimgcapschema.oc1..example",
+            compartmentId: "",
+            currentVersionName: "2024-03-01",
+            displayName: "OCI.ComputeGlobalImageCapabilitySchema",
+            definedTags: {},
+            freeformTags: {},
+            timeCreated: "2024-03-01T00:00:00Z",
+          },
+        ],
       };
     case "openstack:images/getImage:getImage":
       return { ...inputs, id: `glance-${inputs.name}` };

@@ -103,7 +103,13 @@ describe("Talos patch builders", () => {
       byName("metal-1"),
       "factory.talos.dev/metal-installer/abc:v1.13.9",
     );
-    assert.deepEqual(kinds(documents), ["HostnameConfig", "machine", "LinkConfig"]);
+    assert.deepEqual(kinds(documents), [
+      "HostnameConfig",
+      "machine",
+      "ResolverConfig",
+      "machine",
+      "LinkConfig",
+    ]);
     assert.deepEqual(documents[1], {
       machine: {
         install: { disk: "/dev/nvme0n1", image: "factory.talos.dev/metal-installer/abc:v1.13.9" },

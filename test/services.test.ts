@@ -3,8 +3,13 @@ import { strict as assert } from "node:assert";
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { parse, parseAllDocuments } from "yaml";
-import { validateBootstrapConfig } from "../components/config";
-import { clone, problemsOf as validationProblems, proxmoxCluster } from "./fixtures";
+import { RUN_SECRETS_ENV, validateBootstrapConfig } from "../components/config";
+import {
+  clone,
+  GITHUB_KNOWN_HOSTS,
+  problemsOf as validationProblems,
+  proxmoxCluster,
+} from "./fixtures";
 import {
   isSecret,
   readStackFile,
@@ -31,7 +36,7 @@ function withServices(): StackValues {
     version: "v2.7.3",
     repository: "ssh://git@github.com/example/homelab.git",
     path: "clusters/demo",
-    knownHosts: "github.com ssh-ed25519 AAAAexample",
+    knownHosts: GITHUB_KNOWN_HOSTS,
   };
   return values;
 }
@@ -158,6 +163,27 @@ describe("foundation services", () => {
         .inputs.configPatches.map((p: string) => parse(p))
         .find((d: any) => d.cluster?.inlineManifests);
 
+    it("takes the deploy key the CLI hands over for the run when the stack holds none", async () => {
+      const before = process.env[RUN_SECRETS_ENV];
+      process.env[RUN_SECRETS_ENV] = JSON.stringify({
+        "talos-platform:fluxDeployKey": "FAKE-SECRET-deploy-key-from-bitwarden",
+      });
+      try {
+        const run = await runFoundation(withServices(), { secrets: {} });
+        const invoke = run.recorder
+          .invokesOf("talos:machine/getConfiguration:getConfiguration")
+          .find((i) => i.inputs.configPatches.some((p: string) => p.includes("inlineManifests")))!;
+        assert.ok(
+          invoke.inputs.configPatches.some((p: string) =>
+            p.includes("FAKE-SECRET-deploy-key-from-bitwarden"),
+          ),
+        );
+      } finally {
+        if (before === undefined) delete process.env[RUN_SECRETS_ENV];
+        else process.env[RUN_SECRETS_ENV] = before;
+      }
+    });
+
     it("has Talos install Flux's release manifests and the sync objects on control planes", () => {
       const patch = handoff("cp-2");
       assert.deepEqual(patch.cluster.extraManifests, [
@@ -172,7 +198,7 @@ describe("foundation services", () => {
       );
       const [, secret, repo, sync] = objects;
       assert.equal(secret.stringData.identity, SECRETS.fluxDeployKey);
-      assert.equal(secret.stringData.known_hosts, "github.com ssh-ed25519 AAAAexample");
+      assert.equal(secret.stringData.known_hosts, GITHUB_KNOWN_HOSTS);
       assert.deepEqual(repo.spec, {
         interval: "1m0s",
         url: "ssh://git@github.com/example/homelab.git",
@@ -211,6 +237,7 @@ describe("foundation services", () => {
         name: "w-1",
         role: "worker",
         platform: "baremetal",
+        site: "proxmox",
         baremetal: { address: "192.0.2.40" },
       });
       return runFoundation(values, { secrets: SECRETS }).then(({ recorder: r }) => {
@@ -287,7 +314,7 @@ describe("foundation service validation", () => {
     assert.deepEqual(
       problemsOf(() => undefined, new Set()),
       [
-        'fluxDeployKey: required for an ssh:// repository, as a secret. Run `pulumi config set --secret fluxDeployKey -- "$(cat deploy_key)"`, or let the CLI resolve it (README: Credentials)',
+        "fluxDeployKey: required for an ssh:// repository, as a secret. Run `pulumi config set --secret fluxDeployKey < deploy_key` (the key file on standard input, not on the command line), or let the CLI resolve it (docs/credentials.md)",
       ],
     );
   });
@@ -329,6 +356,48 @@ describe("bootstrap layer", () => {
       secretsProvider:
         "gcpkms://projects/example-homelab/locations/europe-west3/keyRings/pulumi/cryptoKeys/state-secrets",
     });
+  });
+
+  it("grants CI's principals object admin on the bucket and encrypter/decrypter on the secrets key", async () => {
+    const recorder = await setupRun(values(), {
+      project: "talos-platform-bootstrap",
+      stack: "shared",
+    });
+    const { bootstrapLayer } = await import("../components/bootstrap");
+    await resolveAll(bootstrapLayer());
+    await recorder.settled();
+    const ci = "serviceAccount:platform-ci@example-homelab.iam.gserviceaccount.com";
+    const [objects] = recorder.ofType("gcp:storage/bucketIAMMember:BucketIAMMember");
+    assert.deepEqual(
+      [objects.inputs.bucket, objects.inputs.role, objects.inputs.member],
+      ["example-homelab-pulumi-state", "roles/storage.objectAdmin", ci],
+    );
+    const [secrets] = recorder.ofType("gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember");
+    assert.deepEqual(
+      [secrets.inputs.role, secrets.inputs.member],
+      ["roles/cloudkms.cryptoKeyEncrypterDecrypter", ci],
+    );
+    assert.equal(
+      secrets.inputs.cryptoKeyId,
+      "projects/example-homelab/locations/europe-west3/keyRings/pulumi/cryptoKeys/state-secrets",
+    );
+  });
+
+  it("rejects a CI member that is not an IAM principal", () => {
+    assert.throws(
+      () =>
+        validateBootstrapConfig(
+          {
+            gcp: { project: "example-homelab", region: "x" },
+            stateBucket: { name: "example-state" },
+            ciMembers: ["platform-ci@example-homelab.iam.gserviceaccount.com"],
+          },
+          "bootstrap/Pulumi.shared.yaml",
+        ),
+      (e: Error) =>
+        e.message ===
+        'bootstrap/Pulumi.shared.yaml has 1 problem; nothing was created:\n  - ciMembers[0]: expected an IAM principal, e.g. serviceAccount:ci@<project>.iam.gserviceaccount.com; got "platform-ci@example-homelab.iam.gserviceaccount.com"',
+    );
   });
 
   it("keeps its own state local: its project names no backend", () => {

@@ -1,8 +1,9 @@
-# Read application secrets for the External Secrets Operator.
-path "secret/data/apps/*" {
+# Read application secrets for the External Secrets Operator. ${kvMount} is the stack's
+# openbao.kvMount (replaced when the policy is written).
+path "${kvMount}/data/apps/*" {
   capabilities = ["read"]
 }
 
-path "secret/metadata/apps/*" {
+path "${kvMount}/metadata/apps/*" {
   capabilities = ["read", "list"]
 }

@@ -4,7 +4,15 @@
 import { type Command, Option } from "commander";
 import type { CliContext } from "../context";
 import type { ExitCodeValue } from "../errors";
-import { DEFAULT_KEEP_SNAPSHOTS, parseKeep, parseMaxUnavailable } from "../dayTwo/options";
+import { formatDuration, parseDuration } from "../dayTwo/clock";
+import {
+  DEFAULT_KEEP_SNAPSHOTS,
+  DEFAULT_KUBERNETES_TIMEOUTS,
+  DEFAULT_ROLLOUT_TIMEOUTS,
+  PREFLIGHT_HEALTH_TIMEOUT_MS,
+  parseKeep,
+  parseMaxUnavailable,
+} from "../dayTwo/options";
 
 /** The day-two commands' implementation, loaded on first use. */
 const dayTwo = () => import("../dayTwo");
@@ -32,6 +40,16 @@ function installCli(): Option {
     "--install-cli",
     "install the Pulumi CLI into ~/.pulumi/versions/<sdk version> when it is missing (outputs are read through it)",
   );
+}
+
+/**
+ * A wait settable on the command line (`--health-timeout 20m`), its default shown in the help.
+ * The value reaches the command in milliseconds.
+ */
+function waitOption(flag: string, description: string, defaultMs: number): Option {
+  return new Option(`${flag} <duration>`, description)
+    .argParser((value: string) => parseDuration(flag, value))
+    .default(defaultMs, formatDuration(defaultMs));
 }
 
 function keepOption(): Option {
@@ -63,18 +81,31 @@ export function registerDayTwoCommands(
       "--kubernetes <version>",
       "check an upgrade to this Kubernetes version (default: the stack file's)",
     )
+    .addOption(
+      waitOption(
+        "--health-timeout",
+        "how long talosctl health may wait for the cluster to be healthy",
+        PREFLIGHT_HEALTH_TIMEOUT_MS,
+      ),
+    )
     .addOption(installCli())
-    .action(async (env: string, options: Common & { talos?: string; kubernetes?: string }) => {
-      const { preflight } = await dayTwo();
-      done(
-        await preflight(ctx, {
-          env,
-          installCli: options.installCli === true,
-          ...(options.talos !== undefined ? { talos: options.talos } : {}),
-          ...(options.kubernetes !== undefined ? { kubernetes: options.kubernetes } : {}),
-        }),
-      );
-    });
+    .action(
+      async (
+        env: string,
+        options: Common & { talos?: string; kubernetes?: string; healthTimeout: number },
+      ) => {
+        const { preflight } = await dayTwo();
+        done(
+          await preflight(ctx, {
+            env,
+            installCli: options.installCli === true,
+            healthTimeoutMs: options.healthTimeout,
+            ...(options.talos !== undefined ? { talos: options.talos } : {}),
+            ...(options.kubernetes !== undefined ? { kubernetes: options.kubernetes } : {}),
+          }),
+        );
+      },
+    );
 
   const upgrade = program
     .command("upgrade")
@@ -98,6 +129,27 @@ export function registerDayTwoCommands(
     )
     .option("--resume", "continue a roll that stopped: skip nodes already on the target")
     .option("--no-write", "do not update the stack file; print the line to commit instead")
+    .addOption(
+      waitOption(
+        "--upgrade-timeout",
+        "how long talosctl upgrade of one node (or batch) may take, reboot included",
+        DEFAULT_ROLLOUT_TIMEOUTS.upgradeMs,
+      ),
+    )
+    .addOption(
+      waitOption(
+        "--node-timeout",
+        "how long an upgraded node may take to answer again",
+        DEFAULT_ROLLOUT_TIMEOUTS.nodeMs,
+      ),
+    )
+    .addOption(
+      waitOption(
+        "--health-timeout",
+        "how long talosctl health may wait for the cluster after each node (or batch), and in preflight",
+        DEFAULT_ROLLOUT_TIMEOUTS.healthMs,
+      ),
+    )
     .addOption(keepOption())
     .addOption(installCli())
     .action(
@@ -109,6 +161,9 @@ export function registerDayTwoCommands(
           resume?: boolean;
           write: boolean;
           keepSnapshots: number;
+          upgradeTimeout: number;
+          nodeTimeout: number;
+          healthTimeout: number;
         },
       ) => {
         const { upgradeTalos } = await dayTwo();
@@ -121,6 +176,11 @@ export function registerDayTwoCommands(
             write: options.write,
             keepSnapshots: options.keepSnapshots,
             installCli: options.installCli === true,
+            timeouts: {
+              upgradeMs: options.upgradeTimeout,
+              nodeMs: options.nodeTimeout,
+              healthMs: options.healthTimeout,
+            },
           }),
         );
       },
@@ -134,12 +194,32 @@ export function registerDayTwoCommands(
       "the Kubernetes version to upgrade to, e.g. 1.37.1 (one minor at a time)",
     )
     .option("--no-write", "do not update the stack file; print the line to commit instead")
+    .addOption(
+      waitOption(
+        "--upgrade-timeout",
+        "how long talosctl upgrade-k8s may take (it rolls every control-plane component and kubelet)",
+        DEFAULT_KUBERNETES_TIMEOUTS.upgradeMs,
+      ),
+    )
+    .addOption(
+      waitOption(
+        "--health-timeout",
+        "how long talosctl health may wait for the cluster, in preflight and after the upgrade",
+        DEFAULT_KUBERNETES_TIMEOUTS.healthMs,
+      ),
+    )
     .addOption(keepOption())
     .addOption(installCli())
     .action(
       async (
         env: string,
-        options: Common & { to: string; write: boolean; keepSnapshots: number },
+        options: Common & {
+          to: string;
+          write: boolean;
+          keepSnapshots: number;
+          upgradeTimeout: number;
+          healthTimeout: number;
+        },
       ) => {
         const { upgradeKubernetes } = await dayTwo();
         done(
@@ -149,6 +229,8 @@ export function registerDayTwoCommands(
             write: options.write,
             keepSnapshots: options.keepSnapshots,
             installCli: options.installCli === true,
+            upgradeTimeoutMs: options.upgradeTimeout,
+            healthTimeoutMs: options.healthTimeout,
           }),
         );
       },

@@ -2,28 +2,41 @@
 // everything that can be checked without the engine first, then per layer take the lock, run the
 // engine with the progress view, and write the preview summary.
 import type { EngineEvent } from "@pulumi/pulumi/automation";
+import * as fs from "node:fs";
 import * as path from "node:path";
-import { resolveStackSettings, stateDir } from "../backend";
+import { chooseBackend, chooseSecretsProvider, resolveStackSettings } from "../backend";
 import type { CliContext } from "../context";
-import { ExitCode, type ExitCodeValue, translateEngineError } from "../errors";
-import { type Operation, checkGuards, isCi } from "../guards";
+import { ExitCode, type ExitCodeValue, isStackNotFound, translateEngineError } from "../errors";
+import { type Operation, checkCiState, checkGuards, isCi } from "../guards";
 import {
   type Layer,
   type LayerName,
   layerExists,
   layerProjectFile,
   listEnvironments,
+  misnamedStackFiles,
   readStackFile,
   requireEnvironment,
   resolveLayer,
   selectLayers,
 } from "../layers";
 import { execBws, listBitwardenSecrets } from "../bitwarden";
-import { type ResolvedCredentials, resolveCredentials } from "../credentials";
-import { assertPreflight, preflightForUp } from "../dayTwo/preflight";
-import { acquireStackLock } from "../lock";
+import {
+  type CredentialSource,
+  type ResolvedCredentials,
+  resolveCredentials,
+} from "../credentials";
+import { fetchGithubIdToken, githubOidcAvailable } from "../githubOidc";
+import { keepLayout, removeConfigKeys } from "../stackFile";
+import type { StackOperations } from "../workspace";
+import { assertPreflight } from "../dayTwo/preflight";
+import { upPreflight } from "../dayTwo/upPreflight";
+import { acquireStackLock, locksDir } from "../lock";
 import { ProgressRenderer } from "../progress";
 import { previewSection, readSummaryFile, skippedSection, writeSummarySection } from "../summary";
+
+// The lock folder lives with the lock (the day-two commands take the same locks); re-exported.
+export { locksDir } from "../lock";
 
 /** One preview/up/refresh/destroy as the operator asked for it. */
 export interface OperationRequest {
@@ -40,11 +53,6 @@ export interface OperationRequest {
   readonly skipMissingLayer: boolean;
   /** The command line, recorded in the lock so a refused run can say who holds it. */
   readonly commandLine: string;
-}
-
-/** The folder of the CLI's per-stack lock files. */
-export function locksDir(repoRoot: string): string {
-  return path.join(stateDir(repoRoot), "locks");
 }
 
 /** Runs an engine operation; resolves to the exit code, rejects with a translated error. */
@@ -72,7 +80,11 @@ export async function runOperation(
   const layers: Layer[] = [];
   for (const name of selectLayers(ctx.repoRoot, request.layer, order)) {
     const layer = resolveLayer(ctx.repoRoot, name);
-    if (request.layer === "all" && !listEnvironments(layer).includes(request.env)) {
+    if (
+      request.layer === "all" &&
+      !listEnvironments(layer).includes(request.env) &&
+      !misnamedStackFiles(layer).includes(`Pulumi.${request.env}.yml`)
+    ) {
       ctx.stdout.write(
         `${request.operation} ${name}/${request.env}: skipped; no Pulumi.${request.env}.yaml in ${layer.displayDir}\n`,
       );
@@ -89,6 +101,19 @@ export async function runOperation(
         layer: layer.name,
         env: request.env,
         yesDestroyProd: request.yesDestroyProd,
+      },
+      ctx.env,
+    );
+    const stackFile = readStackFile(layer, request.env);
+    checkCiState(
+      {
+        operation: request.operation,
+        layer: layer.name,
+        env: request.env,
+        project: layer.project,
+        backend: chooseBackend({ env: ctx.env, layer, stackFile, repoRoot: ctx.repoRoot }),
+        secretsProvider: chooseSecretsProvider(stackFile).provider,
+        stackFile,
       },
       ctx.env,
     );
@@ -109,9 +134,68 @@ export async function runOperation(
     ]),
   );
   for (const layer of layers) {
+    cleanLeftoverCredentials(ctx, layer, request.env, credentials.get(layer.name)!);
+  }
+  for (const layer of layers) {
     await runOnLayer(ctx, request, layer, summaryFile, cli.version, credentials.get(layer.name)!);
   }
   return ExitCode.ok;
+}
+
+/**
+ * Takes out of the stack file the credentials an older version of this CLI left there (it set them
+ * as secret config for a run and restored the file in a `finally` that a kill skips), saying so.
+ * Only keys this run found in Bitwarden or the environment are removed: the stack's value was
+ * shadowed by them anyway.
+ */
+function cleanLeftoverCredentials(
+  ctx: CliContext,
+  layer: Layer,
+  env: string,
+  credentials: ResolvedCredentials,
+): void {
+  if (credentials.leftInStackFile.length === 0) return;
+  const file = readStackFile(layer, env).path;
+  const removed = removeConfigKeys(file, credentials.leftInStackFile);
+  if (removed.length === 0) return;
+  const names = removed.map((key) => key.slice(key.indexOf(":") + 1));
+  ctx.stderr.write(
+    `note: ${path.relative(ctx.repoRoot, file)} held ${names.join(", ")} (encrypted), left there by an older version ` +
+      `of this CLI when a run was killed; removed: this run takes ${names.length > 1 ? "them" : "it"} from ` +
+      `${[...new Set(names.map((n) => credentials.sources[n]))].join(" and ")}. Commit the cleaned file.\n`,
+  );
+}
+
+/**
+ * The engine writes `encryptedkey` into the stack file when it creates the stack or, for a stack file
+ * without one, a new data key (pkg/secrets/cloud/manager.go; saved by getAndSaveSecretsManager in
+ * pkg/cmd/pulumi/config/io.go). Without committing it, every other checkout mints its own key.
+ */
+function noteNewDataKey(
+  ctx: CliContext,
+  layer: Layer,
+  env: string,
+  keyBefore: string | undefined,
+  textBefore: string,
+): void {
+  const file = readStackFile(layer, env).path;
+  // The engine re-serialises the whole file to add its keys; keep the operator's comments.
+  const layout = keepLayout(file, textBefore);
+  const after = readStackFile(layer, env);
+  if (after.encryptedKey === undefined || after.encryptedKey === keyBefore) return;
+  ctx.stderr.write(
+    `note: the engine wrote the data key of ${after.secretsProvider ?? "the secrets provider"} (encryptedkey) into ` +
+      `${path.relative(ctx.repoRoot, after.path)}: commit it, so every checkout and CI keep using this key.` +
+      `${layout === "rewritten" ? " The engine rewrote the file (its comments are gone): the file changed during the run." : ""}\n`,
+  );
+}
+
+/** The audience of CI's OIDC token: the app stack's `openbao.ci.audience`, default `openbao`. */
+function ciAudience(layer: Layer, env: string): string | undefined {
+  const openbao = readStackFile(layer, env).config[`${layer.project}:openbao`] as
+    { ci?: { audience?: unknown } } | undefined;
+  if (!openbao?.ci) return undefined;
+  return typeof openbao.ci.audience === "string" ? openbao.ci.audience : "openbao";
 }
 
 async function runOnLayer(
@@ -124,7 +208,8 @@ async function runOnLayer(
 ): Promise<void> {
   const { operation, env } = request;
   const target = `${layer.name}/${env}`;
-  const mayCreate = operation === "preview" || operation === "up";
+  // A preview in CI never creates a stack: a pull request must not `stack init` in a shared backend.
+  const mayCreate = operation === "up" || (operation === "preview" && !isCi(ctx.env));
   const settings = resolveStackSettings({
     env: ctx.env,
     layer,
@@ -143,7 +228,20 @@ async function runOnLayer(
         ]
       : [];
   for (const note of notes) ctx.stderr.write(`note: ${note}\n`);
-  const found = Object.entries(credentials.sources);
+  const runSecrets: Record<string, string> = { ...credentials.runSecrets };
+  const sources: Record<string, CredentialSource> = { ...credentials.sources };
+  const audience = layer.name === "app" ? ciAudience(layer, env) : undefined;
+  if (audience !== undefined && githubOidcAvailable(ctx.env)) {
+    // GitHub's ID tokens are short-lived: one per run, fetched right before the engine logs in.
+    runSecrets[`${layer.project}:openbaoJwt`] = await fetchGithubIdToken({
+      env: ctx.env,
+      audience,
+      ...(ctx.fetchJson ? { fetch: ctx.fetchJson } : {}),
+      mask: (command) => ctx.stdout.write(command),
+    });
+    sources.openbaoJwt = "github-oidc";
+  }
+  const found = Object.entries(sources);
   if (found.length > 0) {
     // Names and sources only: a value is never printed.
     ctx.stdout.write(
@@ -174,17 +272,27 @@ async function runOnLayer(
       `secrets ${settings.secrets.provider} (${settings.secrets.source}), Pulumi CLI ${cliVersion}\n`,
   );
   const stopTicker = live ? ctx.startTicker?.(() => renderer.redraw()) : undefined;
+  const stackFileBefore = readStackFile(layer, env);
+  const textBefore = fs.readFileSync(stackFileBefore.path, "utf8");
   let failure: Error | undefined;
+  let missingStack = false;
+  let skipped: string | undefined;
   try {
     try {
-      const stack = await ctx.workspaces.openStack({
-        workDir: layer.dir,
-        stackName: env,
-        envVars: settings.envVars,
-        secretsProvider: settings.secrets.provider,
-        create: mayCreate,
-        secretConfig: credentials.secretConfig,
-      });
+      let stack: StackOperations;
+      try {
+        stack = await ctx.workspaces.openStack({
+          workDir: layer.dir,
+          stackName: env,
+          envVars: { ...settings.envVars, ...credentials.engineEnv },
+          secretsProvider: settings.secrets.provider,
+          create: mayCreate,
+          runSecrets,
+        });
+      } catch (error) {
+        missingStack = !mayCreate && operation === "preview" && isStackNotFound(error);
+        throw error;
+      }
       const options = {
         onEvent: (event: EngineEvent) => {
           if (summaryFile) events.push(event);
@@ -193,12 +301,9 @@ async function runOnLayer(
         ...(ctx.signal ? { signal: ctx.signal } : {}),
       };
       if (operation === "up" && layer.name === "foundation") {
-        // The config part of preflight: version steps the stack file asks for, before any change.
-        const deployed = await stack.outputs();
-        const report = preflightForUp(
-          readStackFile(layer, env),
-          Object.keys(deployed).length > 0 ? deployed : undefined,
-        );
+        // Before any change: the version steps the stack file asks for, the config contract against
+        // the nodes, and etcd bootstrapped only once (automation/dayTwo/upPreflight.ts).
+        const report = await upPreflight(ctx, { stack, stackFile: readStackFile(layer, env), env });
         for (const note of report.notes) ctx.stderr.write(`note: ${note}\n`);
         assertPreflight(target, report);
       }
@@ -211,16 +316,28 @@ async function runOnLayer(
         await stack[operation](options);
       }
     } catch (error) {
-      failure = translateEngineError(error, {
-        target,
-        operation,
-        failures: renderer.tally.failures,
-        errors: renderer.tally.errors,
-      });
+      if (missingStack) {
+        skipped =
+          `the stack does not exist on ${settings.backend.url} yet, and a preview in CI does not create it ` +
+          "(a pull request must not initialise a shared stack); its first `up` creates it.";
+      } else {
+        failure = translateEngineError(error, {
+          target,
+          operation,
+          failures: renderer.tally.failures,
+          errors: renderer.tally.errors,
+        });
+      }
     } finally {
       stopTicker?.();
     }
-    renderer.finish({ ok: failure === undefined });
+    if (skipped !== undefined) {
+      ctx.stdout.write(`${operation} ${target}: skipped; ${skipped}\n`);
+      if (summaryFile) writeSummarySection(summaryFile, skippedSection(layer.name, env, skipped));
+      return;
+    }
+    renderer.finish({ ok: failure === undefined, cancelled: ctx.signal?.aborted === true });
+    noteNewDataKey(ctx, layer, env, stackFileBefore.encryptedKey, textBefore);
     if (summaryFile && operation === "preview") {
       // A failed preview still gets its section: the pull request shows why it failed.
       writeSummarySection(

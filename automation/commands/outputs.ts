@@ -3,61 +3,19 @@
 import type { OutputMap } from "@pulumi/pulumi/automation";
 import * as path from "node:path";
 import { stringify } from "yaml";
-import { resolveStackSettings } from "../backend";
 import type { CliContext } from "../context";
-import { ExitCode, type ExitCodeValue, UserError, translateEngineError } from "../errors";
+import { ExitCode, type ExitCodeValue, UserError } from "../errors";
 import { writePrivateFile } from "../files";
-import { type LayerName, readStackFile, requireEnvironment, resolveLayer } from "../layers";
-import type { StackOperations } from "../workspace";
+import { type ReadRequest, readOutputs } from "../stackOutputs";
 import { CREDENTIAL_OUTPUTS, type CredentialOutput } from "./outputNames";
+
+// The reader lives below the commands (the day-two commands use it too); re-exported for callers.
+export { type ReadRequest, readOutputs } from "../stackOutputs";
 
 /** How a secret output is shown. */
 export const SECRET_PLACEHOLDER = "[secret]";
 
 export * from "./outputNames";
-
-/** Which stack to read. */
-export interface ReadRequest {
-  readonly layer: LayerName;
-  readonly env: string;
-  readonly installCli: boolean;
-}
-
-/** Opens an existing stack for reading (never creates it, never generates a passphrase). */
-async function openForReading(
-  ctx: CliContext,
-  request: ReadRequest,
-): Promise<{ stack: StackOperations; target: string }> {
-  const layer = resolveLayer(ctx.repoRoot, request.layer);
-  requireEnvironment(layer, request.env);
-  await ctx.workspaces.ensureCli({ install: request.installCli });
-  const settings = resolveStackSettings({
-    env: ctx.env,
-    layer,
-    stackFile: readStackFile(layer, request.env),
-    repoRoot: ctx.repoRoot,
-    mayCreate: false,
-  });
-  const stack = await ctx.workspaces.openStack({
-    workDir: layer.dir,
-    stackName: request.env,
-    envVars: settings.envVars,
-    secretsProvider: settings.secrets.provider,
-    create: false,
-  });
-  return { stack, target: `${layer.name}/${request.env}` };
-}
-
-/** Reads a layer's stack outputs (never creates the stack); engine errors translated. */
-export async function readOutputs(ctx: CliContext, request: ReadRequest): Promise<OutputMap> {
-  const target = `${request.layer}/${request.env}`;
-  try {
-    const { stack } = await openForReading(ctx, request);
-    return await stack.outputs();
-  } catch (error) {
-    throw translateEngineError(error, { target, operation: "outputs", failures: [], errors: [] });
-  }
-}
 
 /**
  * The outputs as shown: secrets replaced by `[secret]` unless `showSecrets`, and the credentials

@@ -10,6 +10,7 @@ import {
   layerExists,
   layerProjectFile,
   listEnvironments,
+  misnamedStackFiles,
   readStackFile,
   resolveLayer,
 } from "../layers";
@@ -35,6 +36,9 @@ export function listStacks(ctx: CliContext, choice: LayerName | "all"): ExitCode
       lines.push(
         `  ${env.padEnd(width)}  backend ${backend.url} (${backend.source}); secrets ${secrets.provider} (${secrets.source})`,
       );
+    }
+    for (const file of misnamedStackFiles(layer)) {
+      lines.push(`  ${file}: ignored by Pulumi (it reads .yaml); rename it to .yaml`);
     }
   }
   ctx.stdout.write(`${lines.join("\n")}\n`);

@@ -1,5 +1,6 @@
 // Time for the day-two commands: now, and waiting. Injected so tests never sleep: a fake clock
 // advances its time when asked to sleep.
+import { UserError } from "../errors";
 
 /** Milliseconds since the epoch, and a wait. */
 export interface DayTwoClock {
@@ -29,4 +30,24 @@ export function formatDuration(ms: number): string {
 /** A Go duration for talosctl flags (`--timeout 1800s`). */
 export function goDuration(ms: number): string {
   return `${Math.max(1, Math.ceil(ms / 1000))}s`;
+}
+
+/**
+ * Parses a wait given on the command line: Go-style `90s`, `10m`, `1h30m` (whole hours, minutes and
+ * seconds, largest first), more than zero. Throws a usage error naming the flag otherwise.
+ */
+export function parseDuration(flag: string, value: string): number {
+  const match = /^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/.exec(value.trim());
+  const ms = match
+    ? ((Number(match[1] ?? 0) * 60 + Number(match[2] ?? 0)) * 60 + Number(match[3] ?? 0)) * 1000
+    : 0;
+  if (!match || value.trim() === "" || ms <= 0) {
+    throw new UserError({
+      what: flag,
+      problem: "must be a duration of more than zero, in hours, minutes and seconds",
+      got: JSON.stringify(value),
+      fix: `Use e.g. ${flag} 20m, ${flag} 90s or ${flag} 1h30m`,
+    });
+  }
+  return ms;
 }

@@ -6,10 +6,10 @@
 import type { OutputMap } from "@pulumi/pulumi/automation";
 import * as path from "node:path";
 import { z } from "zod";
-import { readOutputs } from "../commands/outputs";
 import type { CliContext } from "../context";
 import { UserError } from "../errors";
 import { readStackFile, requireEnvironment, resolveLayer } from "../layers";
+import { readOutputs } from "../stackOutputs";
 
 /** A node's role. */
 export type Role = "controlplane" | "worker";
@@ -40,6 +40,16 @@ export interface ClusterNode extends DeclaredNode {
   readonly address: string;
   /** `factory.talos.dev/<platform>-installer/<schematic>:v1.13.9`, when exported. */
   readonly installerImage?: string;
+  /**
+   * The address its kubelet reports, when exported and not `address` (an OCI node reached on its
+   * public IP): health checks must name the node by it ("can't find expected node with IPs").
+   */
+  readonly kubeletAddress?: string;
+}
+
+/** The address a health check names a node by: the kubelet's, else the Talos API's. */
+export function healthAddress(node: ClusterNode): string {
+  return node.kubeletAddress ?? node.address;
 }
 
 /** A deployed cluster: the stack file joined with the foundation outputs. */
@@ -124,6 +134,7 @@ const outputsSchema = z.object({
   talosconfig: z.string().min(1),
   machineConfigurations: z.record(z.string(), z.string()).default({}),
   installerImages: z.record(z.string(), z.string()).default({}),
+  kubeletAddresses: z.record(z.string(), z.string()).default({}),
 });
 
 /** Joins the stack file with the outputs; fails with the missing outputs when the stack was never deployed. */
@@ -152,7 +163,13 @@ export function deployedCluster(stack: StackCluster, outputs: OutputMap): Deploy
     for (const node of declared) {
       const address = addresses[node.name];
       if (address === undefined) undeployed.push(node);
-      else nodes.push(withImage({ ...node, address }, out.installerImages[node.name]));
+      else
+        nodes.push(
+          withKubelet(
+            withImage({ ...node, address }, out.installerImages[node.name]),
+            out.kubeletAddresses[node.name],
+          ),
+        );
     }
     const extra = Object.keys(addresses)
       .filter((name) => !declared.some((node) => node.name === name))
@@ -186,6 +203,12 @@ export function deployedCluster(stack: StackCluster, outputs: OutputMap): Deploy
 
 function withImage(node: ClusterNode, image: string | undefined): ClusterNode {
   return image === undefined ? node : { ...node, installerImage: image };
+}
+
+function withKubelet(node: ClusterNode, kubelet: string | undefined): ClusterNode {
+  return kubelet === undefined || kubelet === node.address
+    ? node
+    : { ...node, kubeletAddress: kubelet };
 }
 
 /** The control planes, in order. */

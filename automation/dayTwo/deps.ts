@@ -25,8 +25,8 @@ export interface DayTwoContext extends CliContext {
   readonly dayTwo?: Partial<DayTwoDeps>;
 }
 
-/** Indents talosctl's progress so it reads as part of the step that runs it. */
-function progressSink(ctx: CliContext): (text: string) => void {
+/** Indents talosctl's progress (on the context's stderr) so it reads as part of the step that runs it. */
+export function progressSink(ctx: CliContext): (text: string) => void {
   let atLineStart = true;
   return (text) => {
     let out = "";

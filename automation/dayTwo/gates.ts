@@ -3,7 +3,7 @@
 // image and looks healthy), and the whole cluster is healthy. Each gate returns a reason to stop
 // instead of throwing, so the roll can report where it stopped.
 import type { ClusterNode, DeployedCluster } from "./cluster";
-import { controlPlanes, workers } from "./cluster";
+import { controlPlanes, healthAddress, workers } from "./cluster";
 import { type DayTwoClock, formatDuration } from "./clock";
 import { quorum } from "./preflight";
 import type { TalosClient } from "./talosClient";
@@ -125,8 +125,8 @@ export async function healthGate(
   try {
     await client.health({
       via: via.address,
-      controlPlanes: cps.map((cp) => cp.address),
-      workers: workers(cluster).map((w) => w.address),
+      controlPlanes: cps.map(healthAddress),
+      workers: workers(cluster).map(healthAddress),
       timeoutMs,
     });
     return { ok: true, detail: "cluster healthy" };

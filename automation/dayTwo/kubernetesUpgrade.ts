@@ -15,6 +15,9 @@ import { withTalos } from "./session";
 import { takeSnapshot } from "./snapshots";
 import type { TalosClient } from "./talosClient";
 import { finishStackFile } from "./talosUpgrade";
+import { DEFAULT_KUBERNETES_TIMEOUTS } from "./options";
+
+export { DEFAULT_KUBERNETES_TIMEOUTS };
 
 /** `upgrade kubernetes` as asked. */
 export interface KubernetesUpgradeRequest {
@@ -24,8 +27,10 @@ export interface KubernetesUpgradeRequest {
   readonly write: boolean;
   readonly keepSnapshots: number;
   readonly installCli: boolean;
-  /** The health check after the upgrade. */
+  /** The health check of preflight and after the upgrade (default {@link DEFAULT_KUBERNETES_TIMEOUTS}). */
   readonly healthTimeoutMs?: number;
+  /** `talosctl upgrade-k8s` as a whole (default {@link DEFAULT_KUBERNETES_TIMEOUTS}). */
+  readonly upgradeTimeoutMs?: number;
 }
 
 /** The normalized `X.Y.Z`, or a usage error. */
@@ -70,7 +75,8 @@ async function run(
 ): Promise<ExitCodeValue> {
   const out = (line: string) => ctx.stdout.write(`${line}\n`);
   const target = `foundation/${request.env}`;
-  const healthMs = request.healthTimeoutMs ?? 10 * 60_000;
+  const healthMs = request.healthTimeoutMs ?? DEFAULT_KUBERNETES_TIMEOUTS.healthMs;
+  const upgradeMs = request.upgradeTimeoutMs ?? DEFAULT_KUBERNETES_TIMEOUTS.upgradeMs;
   const rerun = `npm run platform -- upgrade kubernetes ${request.env} --to ${to}`;
   const fail = (problem: string, got: string, fix: string): never => {
     throw new UserError(
@@ -100,7 +106,7 @@ async function run(
   out(`talosctl upgrade-k8s --to ${to} --dry-run (on ${via.name}):`);
   let plan: string;
   try {
-    plan = await client.upgradeKubernetes(via.address, to, true);
+    plan = await client.upgradeKubernetes(via.address, to, true, upgradeMs);
   } catch (error) {
     return fail(
       "the dry run failed; nothing was changed",
@@ -112,7 +118,7 @@ async function run(
 
   out(`talosctl upgrade-k8s --to ${to} (on ${via.name}):`);
   try {
-    await client.upgradeKubernetes(via.address, to, false);
+    await client.upgradeKubernetes(via.address, to, false, upgradeMs);
   } catch (error) {
     return fail(
       "upgrade-k8s failed partway",

@@ -1,8 +1,7 @@
 // Day-two changes hold the same per-stack lock as preview/up/refresh/destroy: an `up` pushing
 // configs while nodes reboot into a new Talos, or two rolls at once, must not happen.
-import { locksDir } from "../commands/operation";
 import type { CliContext } from "../context";
-import { acquireStackLock } from "../lock";
+import { acquireStackLock, locksDir } from "../lock";
 
 /** Runs `fn` holding the foundation lock of `env`. */
 export async function withFoundationLock<T>(

@@ -2,6 +2,36 @@
 // line registers them before any command runs, and must load nothing heavy to print `--help`.
 import { UserError } from "../errors";
 
+/** How long each wait of a roll may take. */
+export interface RolloutTimeouts {
+  /** talosctl upgrade of one node, reboot included. */
+  readonly upgradeMs: number;
+  /** The node answering again after the upgrade command returned. */
+  readonly nodeMs: number;
+  /** Between two attempts to reach a node. */
+  readonly pollMs: number;
+  /** The cluster health check after each node or batch. */
+  readonly healthMs: number;
+}
+
+/** Defaults: generous for a VM pulling a ~100 MB installer image over a home connection. */
+export const DEFAULT_ROLLOUT_TIMEOUTS: RolloutTimeouts = {
+  upgradeMs: 30 * 60_000,
+  nodeMs: 15 * 60_000,
+  pollMs: 10_000,
+  healthMs: 10 * 60_000,
+};
+
+/** Default waits of `upgrade kubernetes`. */
+export const DEFAULT_KUBERNETES_TIMEOUTS = {
+  /** upgrade-k8s rolls every control-plane component and every kubelet, one node at a time. */
+  upgradeMs: 60 * 60_000,
+  healthMs: 10 * 60_000,
+} as const;
+
+/** How long the health check of preflight waits at most. */
+export const PREFLIGHT_HEALTH_TIMEOUT_MS = 5 * 60_000;
+
 /** How many snapshots per environment are kept when not told otherwise. */
 export const DEFAULT_KEEP_SNAPSHOTS = 10;
 

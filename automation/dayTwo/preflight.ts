@@ -4,11 +4,11 @@
 // commands run before their first change.
 import type { OutputMap } from "@pulumi/pulumi/automation";
 import * as path from "node:path";
-import { parseVersion } from "../../components/talos/versions";
+import { compareMinor, minorOf, parseVersion } from "../../components/talos/versions";
 import { ExitCode, UserError, formatProblem } from "../errors";
 import type { StackFile } from "../layers";
 import type { ClusterNode, DeployedCluster } from "./cluster";
-import { controlPlanes } from "./cluster";
+import { controlPlanes, healthAddress } from "./cluster";
 import type { EtcdMember, TalosClient } from "./talosClient";
 import { imageTag } from "./talosctlOutput";
 import {
@@ -18,6 +18,9 @@ import {
   talosStep,
   talosctlCompatible,
 } from "./upgradePath";
+import { PREFLIGHT_HEALTH_TIMEOUT_MS } from "./options";
+
+export { PREFLIGHT_HEALTH_TIMEOUT_MS };
 
 /** The outcome of one check. */
 export interface CheckResult {
@@ -70,10 +73,53 @@ export function versionChecks(current: Versions, target: Versions, env = "<env>"
 const CLUSTER_KEY = "talos-platform:cluster";
 
 /**
+ * A move of the config contract (the Talos version whose machine-config defaults and features are
+ * generated: `configContract`, which defaults to `talosVersion`) to a newer minor than the one last
+ * deployed. Nodes must run at least that minor before `up` pushes configs of the new contract.
+ */
+export interface ContractMove {
+  /** The contract last deployed (the `configContract` output; `talosVersion` before it existed). */
+  readonly from: string;
+  /** The contract the stack file asks for now. */
+  readonly to: string;
+  /** Whether the stack file sets `configContract` itself (else it follows `talosVersion`). */
+  readonly pinned: boolean;
+}
+
+/** The contract a stack file asks for: `configContract`, else `talosVersion`; undefined when unset. */
+export function stackContract(
+  stackFile: StackFile,
+): { readonly contract: string; readonly pinned: boolean } | undefined {
+  const cluster = stackFile.config[CLUSTER_KEY] as
+    { talosVersion?: unknown; configContract?: unknown } | undefined;
+  if (cluster?.configContract !== undefined && cluster.configContract !== null) {
+    return { contract: String(cluster.configContract), pinned: true };
+  }
+  if (cluster?.talosVersion === undefined || cluster.talosVersion === null) return undefined;
+  return { contract: String(cluster.talosVersion), pinned: false };
+}
+
+/** The contract move `up` would make, or undefined when it stays on (or below) the deployed minor. */
+export function contractMove(
+  stackFile: StackFile,
+  deployed: OutputMap | undefined,
+): ContractMove | undefined {
+  const wanted = stackContract(stackFile);
+  const before = deployed?.configContract?.value ?? deployed?.talosVersion?.value;
+  if (!wanted || typeof before !== "string") return undefined;
+  const to = parseVersion(wanted.contract);
+  const from = parseVersion(before);
+  if (!to || !from || compareMinor(minorOf(to), minorOf(from)) <= 0) return undefined;
+  return { from: before, to: wanted.contract, pinned: wanted.pinned };
+}
+
+/**
  * The config part of preflight, for `up`: the stack file's versions against those the stack last
  * deployed (its `talosVersion` and `kubernetesVersion` outputs). Needs no cluster and no talosctl.
  * With no outputs yet (a first `up`) only Kubernetes support by the stack's Talos is checked. A
- * change of `talosVersion` passes with a note: `up` does not upgrade nodes, `upgrade talos` does.
+ * change of `talosVersion` under a pinned `configContract` passes with a note: `up` does not upgrade
+ * nodes, `upgrade talos` does. A newer config contract is checked against the nodes themselves
+ * (see {@link contractMove} and upPreflight.ts).
  */
 export function preflightForUp(
   stackFile: StackFile,
@@ -110,7 +156,7 @@ export function preflightForUp(
   const notes: string[] = [];
   const a = parseVersion(current.talos);
   const b = parseVersion(desired.talos);
-  if (a && b && a.compare(b) !== 0) {
+  if (a && b && a.compare(b) !== 0 && contractMove(stackFile, deployed) === undefined) {
     notes.push(
       `${display} moves talosVersion from ${current.talos} (deployed) to ${desired.talos}: \`up\` does not upgrade nodes. ` +
         `If they do not run ${desired.talos} yet (\`npm run platform -- preflight ${env}\` shows it), run \`npm run platform -- upgrade talos ${env} --to ${desired.talos}\` first`,
@@ -189,9 +235,6 @@ export interface Observation {
   readonly health?: { readonly ok: boolean; readonly detail: string };
 }
 
-/** How long the health check of preflight waits at most. */
-export const PREFLIGHT_HEALTH_TIMEOUT_MS = 5 * 60_000;
-
 function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -256,8 +299,8 @@ export async function observeCluster(
     try {
       await client.health({
         via: answering[0].address,
-        controlPlanes: cps.map((cp) => cp.address),
-        workers: cluster.nodes.filter((n) => n.role === "worker").map((n) => n.address),
+        controlPlanes: cps.map(healthAddress),
+        workers: cluster.nodes.filter((n) => n.role === "worker").map(healthAddress),
         timeoutMs: options.healthTimeoutMs ?? PREFLIGHT_HEALTH_TIMEOUT_MS,
       });
       health = { ok: true, detail: "talosctl health passed" };

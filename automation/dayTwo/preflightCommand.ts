@@ -4,7 +4,7 @@ import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue } from "../errors";
 import { loadCluster } from "./cluster";
 import { dayTwoDeps } from "./deps";
-import { formatReport, liveChecks, observeCluster } from "./preflight";
+import { PREFLIGHT_HEALTH_TIMEOUT_MS, formatReport, liveChecks, observeCluster } from "./preflight";
 import { withTalos } from "./session";
 import { talosTarget } from "./talosUpgrade";
 import { kubernetesTarget } from "./kubernetesUpgrade";
@@ -17,6 +17,8 @@ export interface PreflightCommand {
   /** Check a Kubernetes upgrade to this version instead of the stack file's. */
   readonly kubernetes?: string;
   readonly installCli: boolean;
+  /** How long `talosctl health` may wait (default {@link PREFLIGHT_HEALTH_TIMEOUT_MS}). */
+  readonly healthTimeoutMs?: number;
 }
 
 /** Runs `preflight`: 0 when every check passed, 3 otherwise. */
@@ -34,11 +36,17 @@ export async function preflight(
     kubernetes: kubernetes ?? cluster.stack.kubernetesVersion,
   };
   const result = await withTalos(deps, cluster, async (client) =>
-    liveChecks(cluster, await observeCluster(client, cluster), {
-      ...target,
-      needsInstallerImages: true,
-      env: request.env,
-    }),
+    liveChecks(
+      cluster,
+      await observeCluster(client, cluster, {
+        healthTimeoutMs: request.healthTimeoutMs ?? PREFLIGHT_HEALTH_TIMEOUT_MS,
+      }),
+      {
+        ...target,
+        needsInstallerImages: true,
+        env: request.env,
+      },
+    ),
   );
   ctx.stdout.write(
     formatReport(

@@ -54,8 +54,11 @@ export interface TalosClient {
   etcdSnapshot(via: string, file: string): Promise<void>;
   /** Upgrades one node to `image` and waits for it to come back (it reboots). */
   upgrade(node: string, image: string, timeoutMs: number): Promise<void>;
-  /** `talosctl upgrade-k8s --to`: the control plane components and kubelets; returns its output. */
-  upgradeKubernetes(via: string, to: string, dryRun: boolean): Promise<string>;
+  /**
+   * `talosctl upgrade-k8s --to`: the control plane components and kubelets; returns its output.
+   * Stopped (and rejected) after `timeoutMs`.
+   */
+  upgradeKubernetes(via: string, to: string, dryRun: boolean, timeoutMs: number): Promise<string>;
   /** The node leaves etcd gracefully (it must be up). */
   etcdLeave(node: string): Promise<void>;
   /** Removes a member that cannot leave by itself (its node is gone), through another control plane. */

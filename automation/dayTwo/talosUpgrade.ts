@@ -24,27 +24,9 @@ import { applyBump, describeBump, planBump } from "./stackFile";
 import type { TalosClient } from "./talosClient";
 import { retagImage } from "./talosctlOutput";
 
-export { parseMaxUnavailable } from "./options";
+import { DEFAULT_ROLLOUT_TIMEOUTS, type RolloutTimeouts } from "./options";
 
-/** How long each wait of a roll may take. */
-export interface RolloutTimeouts {
-  /** talosctl upgrade of one node, reboot included. */
-  readonly upgradeMs: number;
-  /** The node answering again after the upgrade command returned. */
-  readonly nodeMs: number;
-  /** Between two attempts to reach a node. */
-  readonly pollMs: number;
-  /** The cluster health check after each node or batch. */
-  readonly healthMs: number;
-}
-
-/** Defaults: generous for a VM pulling a ~100 MB installer image over a home connection. */
-export const DEFAULT_ROLLOUT_TIMEOUTS: RolloutTimeouts = {
-  upgradeMs: 30 * 60_000,
-  nodeMs: 15 * 60_000,
-  pollMs: 10_000,
-  healthMs: 10 * 60_000,
-};
+export { DEFAULT_ROLLOUT_TIMEOUTS, parseMaxUnavailable, type RolloutTimeouts } from "./options";
 
 /** `upgrade talos` as asked. */
 export interface TalosUpgradeRequest {

@@ -18,6 +18,7 @@ import {
   parseClientVersion,
   parseEtcdMembers,
   parseKubeletVersion,
+  parseHealthFailure,
   parseMachineConfig,
   parseServerVersion,
   parseServiceStatus,
@@ -100,8 +101,6 @@ export const TALOSCTL_TIMEOUTS = {
   /** version, get, service, etcd members/leave/remove-member. */
   query: 60_000,
   etcdSnapshot: 10 * 60_000,
-  /** upgrade-k8s (it rolls every control-plane component and kubelet). */
-  upgradeKubernetes: 60 * 60_000,
   reset: 15 * 60_000,
   bootstrap: 5 * 60_000,
   /** Added to the time-outs talosctl is given itself, so it reports before it is killed. */
@@ -151,16 +150,15 @@ export class TalosctlClient implements TalosClient {
     ];
   }
 
-  private async exec(
+  /** Runs talosctl; rejects only when it cannot be started (with the install hint). */
+  private async start(
     args: readonly string[],
     call: { readonly node?: string; readonly timeoutMs: number; readonly stream?: boolean },
-  ): Promise<string> {
+  ): Promise<CommandResult> {
     const fullArgs =
       call.node === undefined ? [...args] : [...args, ...this.connectionArgs(call.node)];
-    const shown = `talosctl ${args.join(" ")}${call.node === undefined ? "" : ` --nodes ${call.node}`}`;
-    let result: CommandResult;
     try {
-      result = await this.run(this.binary, fullArgs, {
+      return await this.run(this.binary, fullArgs, {
         timeoutMs: call.timeoutMs,
         ...(call.stream && this.options.progress ? { onOutput: this.options.progress } : {}),
       });
@@ -179,6 +177,14 @@ export class TalosctlClient implements TalosClient {
       }
       throw error;
     }
+  }
+
+  private async exec(
+    args: readonly string[],
+    call: { readonly node?: string; readonly timeoutMs: number; readonly stream?: boolean },
+  ): Promise<string> {
+    const result = await this.start(args, call);
+    const shown = shownCommand(args, call.node);
     if (result.timedOut) {
       throw new UserError(
         {
@@ -242,11 +248,28 @@ export class TalosctlClient implements TalosClient {
     if (check.controlPlanes.length > 0)
       args.push("--control-plane-nodes", check.controlPlanes.join(","));
     if (check.workers.length > 0) args.push("--worker-nodes", check.workers.join(","));
-    await this.exec(args, {
+    const result = await this.start(args, {
       node: check.via,
       timeoutMs: check.timeoutMs + TALOSCTL_TIMEOUTS.margin,
       stream: true,
     });
+    if (result.code === 0 && !result.timedOut) return;
+    // talosctl retries a failing check until --wait-timeout, printing its error each time; its
+    // final line is only the gRPC deadline. The check it last reported failing says what is wrong.
+    const failure = parseHealthFailure(`${result.stderr}\n${result.stdout}`);
+    throw new UserError(
+      {
+        what: shownCommand(args, check.via),
+        problem: failure
+          ? `the check "${failure.check}" did not pass (waited up to ${formatDuration(check.timeoutMs)})`
+          : result.timedOut
+            ? `did not finish within ${formatDuration(check.timeoutMs + TALOSCTL_TIMEOUTS.margin)} and was stopped`
+            : `failed with exit code ${result.code ?? "(killed)"} before any check reported`,
+        got: JSON.stringify(failure ? failure.reason : lastLine(result.stderr || result.stdout)),
+        fix: "Fix what it names (talosctl -n <node> dmesg, kubectl get nodes), or, if it only needs longer, give the command a larger --health-timeout",
+      },
+      ExitCode.failed,
+    );
   }
 
   async etcdMembers(via: string): Promise<EtcdMember[]> {
@@ -278,12 +301,17 @@ export class TalosctlClient implements TalosClient {
     });
   }
 
-  async upgradeKubernetes(via: string, to: string, dryRun: boolean): Promise<string> {
+  async upgradeKubernetes(
+    via: string,
+    to: string,
+    dryRun: boolean,
+    timeoutMs: number,
+  ): Promise<string> {
     const args = ["upgrade-k8s", "--to", to.replace(/^v/, "")];
     if (dryRun) args.push("--dry-run");
     return this.exec(args, {
       node: via,
-      timeoutMs: TALOSCTL_TIMEOUTS.upgradeKubernetes,
+      timeoutMs,
       stream: !dryRun,
     });
   }
@@ -311,6 +339,11 @@ export class TalosctlClient implements TalosClient {
     if (skipHashCheck) args.push("--recover-skip-hash-check");
     await this.exec(args, { node, timeoutMs: TALOSCTL_TIMEOUTS.bootstrap });
   }
+}
+
+/** The command as shown in messages: its arguments and the node, never the talosconfig path. */
+function shownCommand(args: readonly string[], node: string | undefined): string {
+  return `talosctl ${args.join(" ")}${node === undefined ? "" : ` --nodes ${node}`}`;
 }
 
 function lastLine(text: string): string {

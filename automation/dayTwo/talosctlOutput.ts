@@ -139,7 +139,11 @@ function resources(command: string, output: string): Record<string, unknown>[] {
     );
 }
 
-/** The Kubernetes version of the kubelet image in `talosctl get kubeletspec -o yaml` (`…/kubelet:v1.36.3`). */
+/**
+ * The Kubernetes version of the kubelet image in `talosctl get kubeletspec -o yaml`: the tag of
+ * `…/kubelet:v1.36.3`, also when the image is pinned by digest (`…/kubelet:v1.36.3@sha256:…`, valid in
+ * `machine.kubelet.image`; Talos itself reads the version from the tag before the `@`).
+ */
 export function parseKubeletVersion(output: string): string {
   for (const resource of resources("get kubeletspec", output)) {
     const spec = resource.spec as { image?: unknown } | undefined;
@@ -150,7 +154,7 @@ export function parseKubeletVersion(output: string): string {
   }
   throw new TalosctlOutputError(
     "get kubeletspec",
-    "spec.image like ghcr.io/siderolabs/kubelet:v1.36.3",
+    "spec.image with a version tag like ghcr.io/siderolabs/kubelet:v1.36.3 (a digest may follow: …:v1.36.3@sha256:…)",
     output,
   );
 }
@@ -174,17 +178,69 @@ export function parseMachineConfig(output: string): string {
   );
 }
 
-/** The tag of an image reference (`repo/name:tag`), or undefined for a digest or no tag. */
-export function imageTag(image: string): string | undefined {
-  const name = image.slice(image.lastIndexOf("/") + 1);
-  if (name.includes("@")) return undefined;
-  const colon = name.lastIndexOf(":");
-  return colon < 0 ? undefined : name.slice(colon + 1);
+/** An image reference split into its parts: `repo/name`, the tag and the digest (each optional). */
+export function splitImage(image: string): { name: string; tag?: string; digest?: string } {
+  const at = image.indexOf("@");
+  const digest = at < 0 ? undefined : image.slice(at + 1);
+  const withoutDigest = at < 0 ? image : image.slice(0, at);
+  // A colon after the last slash starts the tag; one before it belongs to a registry port.
+  const colon = withoutDigest.lastIndexOf(":");
+  const hasTag = colon > withoutDigest.lastIndexOf("/");
+  return {
+    name: hasTag ? withoutDigest.slice(0, colon) : withoutDigest,
+    ...(hasTag ? { tag: withoutDigest.slice(colon + 1) } : {}),
+    ...(digest !== undefined ? { digest } : {}),
+  };
 }
 
-/** The same image with another tag: `…/nocloud-installer/<schematic>:v1.13.9` → `…:v1.14.1`. */
+/**
+ * The tag of an image reference (`repo/name:tag`, also `repo/name:tag@sha256:…`); undefined when it
+ * has none (`repo/name`, `repo/name@sha256:…`).
+ */
+export function imageTag(image: string): string | undefined {
+  const { tag } = splitImage(image);
+  return tag === "" ? undefined : tag;
+}
+
+/**
+ * The same image with another tag: `…/nocloud-installer/<schematic>:v1.13.9` → `…:v1.14.1`. A digest
+ * is dropped: it pins the old image, which the new tag is not. Undefined without a tag to replace.
+ */
 export function retagImage(image: string, tag: string): string | undefined {
-  const current = imageTag(image);
-  if (current === undefined) return undefined;
-  return `${image.slice(0, image.length - current.length)}${tag}`;
+  const parts = splitImage(image);
+  if (parts.tag === undefined || parts.tag === "") return undefined;
+  return `${parts.name}:${tag}`;
+}
+
+/** The check `talosctl health` reported failing last, and what it said. */
+export interface HealthFailure {
+  /** The check as talosctl names it, e.g. `all k8s nodes to report ready`. */
+  readonly check: string;
+  /** Its last error, e.g. `some nodes are not ready: [w-1]`. */
+  readonly reason: string;
+}
+
+/** Statuses of a check that are not a failure: running, passed, skipped. */
+const NOT_FAILED = new Set(["...", "OK", "SKIP"]);
+
+/**
+ * The failing check in `talosctl health` output. talosctl (v1.13, server side, the default) prints
+ * each check's progress as `waiting for <check>: <status>`, the status being `...` while it runs,
+ * `OK` when it passed, `SKIP`, or the check's last error while it retries; when the wait times out,
+ * its final line is only the gRPC error (`context deadline exceeded`). The last line with an error
+ * status names what failed; undefined when there is none (talosctl failed before any check ran).
+ */
+export function parseHealthFailure(output: string): HealthFailure | undefined {
+  let failure: HealthFailure | undefined;
+  for (const line of output.split("\n")) {
+    const match = /^\s*waiting for (.+?): (.*\S)\s*$/.exec(line);
+    if (!match) continue;
+    const [, check, status] = match;
+    if (NOT_FAILED.has(status)) {
+      if (failure?.check === check) failure = undefined;
+      continue;
+    }
+    failure = { check, reason: status };
+  }
+  return failure;
 }

@@ -12,37 +12,60 @@ export interface FoundationValues {
 const REQUIRED = ["endpoint", "kubernetesCaCertificate", "clusterName"] as const;
 
 /**
- * Reads the foundation's outputs through a StackReference on the same backend, and fails with a
- * clear message, not a missing-property error deep in a provider, when the foundation has none yet.
+ * Reads the foundation's outputs through a StackReference on the same backend. `read()` waits for them
+ * and fails with a clear message, not a missing-property error deep in a provider, when the foundation
+ * stack is missing or has no outputs yet, so the app layer can stop before it registers anything else.
  */
 export class FoundationReference extends pulumi.ComponentResource {
-  public readonly values: pulumi.Output<FoundationValues>;
+  private readonly reference: pulumi.StackReference;
 
   constructor(
     name: string,
-    args: { stack: string; environment: string },
+    private readonly args: { stack: string; environment: string },
     opts?: pulumi.ComponentResourceOptions,
   ) {
     super("platform:app:FoundationReference", name, {}, opts);
-    const reference = new pulumi.StackReference(
+    this.reference = new pulumi.StackReference(
       `${name}-stack`,
       { name: args.stack },
       { parent: this },
     );
-    this.values = reference.outputs.apply((outputs) => {
-      const missing = REQUIRED.filter((key) => outputs?.[key] === undefined);
-      if (missing.length > 0) {
-        throw new pulumi.RunError(
-          `foundation stack ${args.stack} has no ${missing.join(", ")} output yet; the app layer needs the ` +
-            `cluster first. Run \`npm run platform -- up ${args.environment}\` (the foundation layer), then retry.`,
-        );
-      }
-      return {
-        endpoint: outputs.endpoint as string,
-        kubernetesCaCertificate: outputs.kubernetesCaCertificate as string,
-        clusterName: outputs.clusterName as string,
-      };
-    });
     this.registerOutputs({});
+  }
+
+  /** The foundation's values; secret outputs stay secret. Rejects with a RunError when there are none. */
+  async read(): Promise<pulumi.Output<FoundationValues>> {
+    const { stack, environment } = this.args;
+    const fix = `Run \`npm run platform -- up ${environment}\` (the foundation layer), then retry.`;
+    let details: pulumi.StackReferenceOutputDetails[];
+    try {
+      details = await Promise.all(REQUIRED.map((key) => this.reference.getOutputDetails(key)));
+    } catch (error) {
+      // The engine fails the read when the stack does not exist (`unknown stack "…"`).
+      throw new pulumi.RunError(
+        `foundation stack ${stack} could not be read (${(error as Error).message}); the app layer needs ` +
+          `the cluster first. ${fix}`,
+      );
+    }
+    const missing = REQUIRED.filter(
+      (_, i) => details[i].value === undefined && details[i].secretValue === undefined,
+    );
+    if (missing.length > 0) {
+      throw new pulumi.RunError(
+        `foundation stack ${stack} has no ${missing.join(", ")} output yet; the app layer needs the ` +
+          `cluster first. ${fix}`,
+      );
+    }
+    const value = (i: number) =>
+      details[i].secretValue !== undefined
+        ? pulumi.secret(details[i].secretValue as string)
+        : pulumi.output(details[i].value as string);
+    return pulumi
+      .all([value(0), value(1), value(2)])
+      .apply(([endpoint, kubernetesCaCertificate, clusterName]) => ({
+        endpoint,
+        kubernetesCaCertificate,
+        clusterName,
+      }));
   }
 }

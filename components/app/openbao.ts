@@ -1,10 +1,21 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as vault from "@pulumi/vault";
 import type { AppSecrets, AppSpec } from "../config/app";
+import { CI_JWT_PATH, ciPolicies } from "./ciPolicies";
 import type { FoundationValues } from "./foundationRef";
 
-/** Where CI's JWT auth method is mounted. */
-export const CI_JWT_PATH = "jwt-github";
+export { CI_JWT_PATH } from "./ciPolicies";
+
+/** The workflows CI's JWT roles trust (.github/workflows/). */
+export const CI_WORKFLOWS = {
+  preview: ".github/workflows/pull-request.yml",
+  apply: ".github/workflows/main.yml",
+} as const;
+
+/** The GitHub environment a job must run in to log in: the stack's name, `preview-<stack>` on PRs. */
+export function ciEnvironments(stack: string): { preview: string; apply: string } {
+  return { preview: `preview-${stack}`, apply: stack };
+}
 
 /** GitHub Actions' OIDC issuer. */
 export const GITHUB_ACTIONS_ISSUER = "https://token.actions.githubusercontent.com";
@@ -14,6 +25,8 @@ export interface OpenbaoConfigurationArgs {
   readonly settings: AppSpec["openbao"];
   readonly secrets: AppSecrets;
   readonly foundation: pulumi.Output<FoundationValues>;
+  /** The stack's name: the GitHub environments CI's roles bind derive from it. */
+  readonly stack: string;
 }
 
 /** The provider login: a token (workstation) or CI's OIDC token through the JWT `<ci>-apply`/`-preview` role. */
@@ -56,7 +69,8 @@ export class OpenbaoConfiguration extends pulumi.ComponentResource {
     });
     const resourceOpts = { parent: this, provider };
 
-    const policies = settings.policies.map(
+    const allPolicies = [...settings.policies, ...ciPolicies(settings)];
+    const policies = allPolicies.map(
       (policy) =>
         new vault.Policy(
           `${name}-policy-${policy.name}`,
@@ -64,7 +78,10 @@ export class OpenbaoConfiguration extends pulumi.ComponentResource {
           resourceOpts,
         ),
     );
-    this.policyNames = settings.policies.map((p) => p.name);
+    this.policyNames = allPolicies.map((p) => p.name);
+    // Losing a mount or an auth method loses what it holds: the engine refuses, and the preview
+    // summary calls it out (automation/critical.ts).
+    const keep = { ...resourceOpts, protect: true };
     // Roles name policies by string; depending on them makes a role never point at a missing policy.
     const afterPolicies = { ...resourceOpts, dependsOn: policies };
 
@@ -75,7 +92,7 @@ export class OpenbaoConfiguration extends pulumi.ComponentResource {
         path: settings.kubernetesAuthPath,
         description: "Kubernetes service accounts of the cluster",
       },
-      resourceOpts,
+      keep,
     );
     new vault.kubernetes.AuthBackendConfig(
       `${name}-kubernetes-config`,
@@ -83,8 +100,10 @@ export class OpenbaoConfiguration extends pulumi.ComponentResource {
         backend: kubernetes.path,
         kubernetesHost: args.foundation.endpoint,
         kubernetesCaCert: args.foundation.kubernetesCaCertificate,
-        // OpenBao runs in this cluster and reviews tokens with its own service account.
-        disableIssValidation: true,
+        // OpenBao runs in this cluster: it reviews login tokens (TokenReview) with its own service
+        // account's token, which needs the `system:auth-delegator` ClusterRole (the OpenBao Helm
+        // chart's server.authDelegator, on by default). No reviewer JWT is stored here.
+        disableLocalCaJwt: false,
       },
       resourceOpts,
     );
@@ -98,6 +117,7 @@ export class OpenbaoConfiguration extends pulumi.ComponentResource {
           boundServiceAccountNamespaces: role.namespaces,
           tokenPolicies: role.policies,
           tokenTtl: role.ttl,
+          audience: role.audience,
         },
         afterPolicies,
       );
@@ -111,7 +131,7 @@ export class OpenbaoConfiguration extends pulumi.ComponentResource {
         options: { version: "2" },
         description: "Application secrets (KV v2)",
       },
-      resourceOpts,
+      keep,
     );
 
     if (settings.ci) {
@@ -125,8 +145,9 @@ export class OpenbaoConfiguration extends pulumi.ComponentResource {
           boundIssuer: GITHUB_ACTIONS_ISSUER,
           description: `GitHub Actions of ${ci.repository}`,
         },
-        resourceOpts,
+        keep,
       );
+      const environments = ciEnvironments(args.stack);
       const role = (
         roleName: string,
         roleTokenPolicies: string[],
@@ -138,16 +159,27 @@ export class OpenbaoConfiguration extends pulumi.ComponentResource {
             backend: CI_JWT_PATH,
             roleName,
             roleType: "jwt",
-            userClaim: "repository",
+            // GitHub's `sub` names repository, environment or ref: what the audit log shows.
+            userClaim: "sub",
             boundAudiences: [ci.audience],
+            // Globs, for the pull-request ref in job_workflow_ref; the other values hold no `*`.
+            boundClaimsType: "glob",
             boundClaims: { repository: ci.repository, ...claims },
             tokenPolicies: roleTokenPolicies,
             tokenTtl: 900,
           },
           { ...resourceOpts, dependsOn: [...policies, jwt] },
         );
-      role("ci-preview", ci.previewPolicies, {});
-      role("ci-apply", ci.applyPolicies, { ref: `refs/heads/${ci.branch}` });
+      // A pull request's workflow runs from refs/pull/<n>/merge; only main may apply.
+      role("ci-preview", ci.previewPolicies, {
+        job_workflow_ref: `${ci.repository}/${CI_WORKFLOWS.preview}@*`,
+        environment: environments.preview,
+      });
+      role("ci-apply", ci.applyPolicies, {
+        ref: `refs/heads/${ci.branch}`,
+        job_workflow_ref: `${ci.repository}/${CI_WORKFLOWS.apply}@refs/heads/${ci.branch}`,
+        environment: environments.apply,
+      });
     }
 
     this.kubernetesAuthPath = kubernetes.path;

@@ -6,7 +6,12 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import * as path from "node:path";
 import { z } from "zod";
 import { REPO_ROOT } from "../repoRoot";
-import { Problems } from "./problems";
+import { checkPlainTextCredentials, checkTopLevelKeys, checkUrlCredential } from "./checks";
+import { CLI_KEYS } from "./keys";
+import { PARSE_OPTIONS } from "./messages";
+import { Problems, propertyNames } from "./problems";
+import { runtimeStackValues } from "./stackValues";
+import { getCredential } from "./runSecrets";
 
 /** The app project's folder (policy and dashboard paths are relative to it). */
 export const APP_DIR = path.join(REPO_ROOT, "app");
@@ -45,6 +50,8 @@ const appSchema = z.strictObject({
           policies: z.array(name).min(1),
           /** Token TTL in seconds. @default 3600 */
           ttl: duration.optional(),
+          /** The `aud` the service account's token must carry. @default "openbao" */
+          audience: z.string().min(1).optional(),
         }),
       )
       .optional(),
@@ -113,6 +120,7 @@ export interface AppSpec {
       namespaces: string[];
       policies: string[];
       ttl: number;
+      audience: string;
     }[];
     readonly ci?: {
       repository: string;
@@ -151,6 +159,17 @@ export interface AppSecrets {
 
 /** Policies OpenBao has without being declared. */
 const BUILTIN_POLICIES = new Set(["default"]);
+
+/** CI's policies, generated from the stack (components/app/ciPolicies.ts) when `ci` is set. */
+export const CI_APPLY_POLICY = "ci-apply";
+export const CI_PREVIEW_POLICY = "ci-preview";
+
+/** Placeholders a policy file may use; replaced with the stack's values. */
+export function policyPlaceholders(
+  settings: Readonly<{ kvMount: string; kubernetesAuthPath: string }>,
+): Record<string, string> {
+  return { kvMount: settings.kvMount, kubernetesAuthPath: settings.kubernetesAuthPath };
+}
 
 /** A sanity check of a policy's HCL: one `path "…" { … }` block at least, braces balanced. */
 export function policyProblem(hcl: string): string | undefined {
@@ -214,73 +233,206 @@ function readDashboard(file: string, key: (string | number)[], problems: Problem
   }
 }
 
-/** Validates the app layer's values and reads its files, reporting every problem at once. */
+/** The secret keys the app layer reads (the CLI resolves the same ones). */
+export const APP_SECRET_KEYS = ["openbaoToken", "openbaoJwt", "grafanaAuth"] as const;
+
+/** The app project's name, the namespace of its keys. */
+export const APP_PROJECT = "talos-platform-app";
+
+/** Every key the app layer's namespace may hold. */
+export const APP_KEYS: readonly string[] = [
+  "foundationStack",
+  "openbao",
+  "grafana",
+  ...APP_SECRET_KEYS,
+  ...CLI_KEYS,
+];
+
+/** Every key the app layer's sections know, for "did you mean". */
+const APP_SETTING_KEYS = [...propertyNames(z.toJSONSchema(appSchema, { unrepresentable: "any" }))];
+
+const isMapping = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === "object" && !Array.isArray(value);
+const strings = (value: unknown): string[] | undefined =>
+  Array.isArray(value) && value.every((v) => typeof v === "string") ? value : undefined;
+const POLICY_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+
+/**
+ * What the file and cross-reference checks need, taken from the raw values so they run even when the
+ * schema found problems elsewhere. A part with the wrong shape is left out (the schema reports it).
+ */
+function filesAndReferences(raw: Record<string, unknown>) {
+  const openbao = isMapping(raw.openbao) ? raw.openbao : {};
+  const grafana = isMapping(raw.grafana) ? raw.grafana : {};
+  const policyDir =
+    openbao.policyDir === undefined
+      ? "policies"
+      : typeof openbao.policyDir === "string" && openbao.policyDir !== ""
+        ? openbao.policyDir
+        : undefined;
+  const inline = isMapping(openbao.policies)
+    ? Object.entries(openbao.policies).filter(
+        (entry): entry is [string, string] =>
+          POLICY_NAME.test(entry[0]) && typeof entry[1] === "string" && entry[1] !== "",
+      )
+    : [];
+  const references: { names: string[]; key: (string | number)[] }[] = [];
+  (Array.isArray(openbao.roles) ? openbao.roles : []).forEach((role, i) => {
+    const names = isMapping(role) ? strings(role.policies) : undefined;
+    if (names) references.push({ names, key: ["openbao", "roles", i, "policies"] });
+  });
+  const ci = isMapping(openbao.ci) ? openbao.ci : {};
+  for (const list of ["previewPolicies", "applyPolicies"] as const) {
+    const names = strings(ci[list]);
+    if (names) references.push({ names, key: ["openbao", "ci", list] });
+  }
+  const dashboards = (Array.isArray(grafana.folders) ? grafana.folders : []).map((folder) =>
+    (isMapping(folder) ? (strings(folder.dashboards) ?? []) : []).map((file) =>
+      file.endsWith(".json") ? file : undefined,
+    ),
+  );
+  return { policyDir, inline, references, dashboards };
+}
+
+/** URLs of the app layer that must not carry a credential, and where each credential goes instead. */
+function checkAppUrls(raw: Record<string, unknown>, problems: Problems): void {
+  const openbao = isMapping(raw.openbao) ? raw.openbao : {};
+  const grafana = isMapping(raw.grafana) ? raw.grafana : {};
+  checkUrlCredential(
+    ["openbao", "address"],
+    openbao.address,
+    "Give the bare URL; the token is the openbaoToken secret (docs/credentials.md)",
+    problems,
+  );
+  checkUrlCredential(
+    ["grafana", "url"],
+    grafana.url,
+    "Give the bare URL; the token is the grafanaAuth secret (docs/credentials.md)",
+    problems,
+  );
+  (Array.isArray(grafana.dataSources) ? grafana.dataSources : []).forEach((source, i) =>
+    checkUrlCredential(
+      ["grafana", "dataSources", i, "url"],
+      isMapping(source) ? source.url : undefined,
+      "Give the bare URL and let the data source authenticate another way",
+      problems,
+    ),
+  );
+}
+
+/**
+ * Validates the app layer's values and reads its files, reporting every problem at once. Pure over
+ * `raw` (the namespace's keys that are not secret, as read or as written in the stack file) and
+ * `secretKeys` (the keys set as secrets): callable without the Pulumi runtime.
+ */
 export function validateAppConfig(
   raw: Record<string, unknown>,
   stack: string,
   secretKeys: ReadonlySet<string>,
+  project = APP_PROJECT,
 ): AppSpec {
   const stackFile = `app/Pulumi.${stack}.yaml`;
   const problems = new Problems();
-  const parsed = appSchema.safeParse(raw);
+  const presentKeys = new Set([...Object.keys(raw), ...secretKeys]);
+  checkTopLevelKeys(project, presentKeys, APP_KEYS, problems);
+  checkPlainTextCredentials(APP_SECRET_KEYS, presentKeys, secretKeys, stackFile, problems);
+  const settings = Object.fromEntries(
+    Object.entries(raw).filter(([key]) => ["foundationStack", "openbao", "grafana"].includes(key)),
+  );
+  const parsed = appSchema.safeParse(settings, PARSE_OPTIONS);
   if (!parsed.success) {
-    problems.addZodIssues([], raw, parsed.error.issues);
-    problems.throwIfAny(stackFile);
+    problems.addZodIssues([], settings, parsed.error.issues, APP_SETTING_KEYS, "docs/app-layer.md");
   }
-  const { openbao, grafana, foundationStack } = parsed.data!;
+  checkAppUrls(raw, problems);
 
-  const fromFiles = readPolicies(openbao.policyDir ?? "policies", problems);
-  const inline = Object.entries(openbao.policies ?? {}).flatMap(([policyName, hcl]) => {
+  // Files and cross-references: checked whatever the schema found.
+  const { policyDir, inline, references, dashboards } = filesAndReferences(raw);
+  const fromFiles = policyDir === undefined ? [] : readPolicies(policyDir, problems);
+  const inlinePolicies = inline.flatMap(([policyName, hcl]) => {
     const problem = policyProblem(hcl);
     if (problem) problems.add(["openbao", "policies", policyName], problem);
     return problem ? [] : [{ name: policyName, hcl, source: `openbao.policies.${policyName}` }];
   });
-  const policies = [...fromFiles, ...inline];
-  const known = new Set([...BUILTIN_POLICIES, ...policies.map((p) => p.name)]);
-  const checkPolicies = (names: string[], key: (string | number)[]) =>
-    names.forEach((policy, i) => {
-      if (!known.has(policy)) {
-        problems.add(
-          [...key, i],
-          `policy ${policy} is neither in the policy folder nor in openbao.policies`,
-          {
-            hint: `Known: ${[...known].sort().join(", ")}`,
-          },
-        );
-      }
-    });
-  openbao.roles?.forEach((role, i) =>
-    checkPolicies(role.policies, ["openbao", "roles", i, "policies"]),
-  );
-  if (openbao.ci) {
-    checkPolicies(openbao.ci.previewPolicies, ["openbao", "ci", "previewPolicies"]);
-    checkPolicies(openbao.ci.applyPolicies, ["openbao", "ci", "applyPolicies"]);
+  // `${kvMount}` and `${kubernetesAuthPath}` in policies follow the stack (defaults when unset).
+  const openbaoRaw = isMapping(raw.openbao) ? raw.openbao : {};
+  const text = (value: unknown, fallback: string) =>
+    typeof value === "string" && value !== "" ? value : fallback;
+  const values = policyPlaceholders({
+    kvMount: text(openbaoRaw.kvMount, "secret"),
+    kubernetesAuthPath: text(openbaoRaw.kubernetesAuthPath, "kubernetes"),
+  });
+  const policies = [...fromFiles, ...inlinePolicies].flatMap((policy) => {
+    if (policy.name === CI_APPLY_POLICY || policy.name === CI_PREVIEW_POLICY) {
+      problems.addMessage(
+        `${policy.source}: ${policy.name} is generated from the stack (exactly what CI's runs need); remove it`,
+      );
+      return [];
+    }
+    // Anything but the known placeholders is a typo.
+    const unknown = [...policy.hcl.matchAll(/\$\{([^}]*)\}/g)]
+      .map((m) => m[1])
+      .filter((name) => !(name in values));
+    if (unknown.length > 0) {
+      problems.addMessage(
+        `${policy.source}: unknown placeholder ${unknown.map((n) => `\${${n}}`).join(", ")}; known: \${kvMount}, \${kubernetesAuthPath}`,
+      );
+      return [];
+    }
+    return [
+      { ...policy, hcl: policy.hcl.replace(/\$\{(\w+)\}/g, (_, name: string) => values[name]) },
+    ];
+  });
+  const known = new Set([
+    ...BUILTIN_POLICIES,
+    ...(openbaoRaw.ci !== undefined ? [CI_APPLY_POLICY, CI_PREVIEW_POLICY] : []),
+    ...policies.map((p) => p.name),
+  ]);
+  // With the policy folder unreadable the known names are incomplete; naming misses would mislead.
+  if (policyDir !== undefined) {
+    for (const { names, key } of references) {
+      names.forEach((policy, i) => {
+        if (!known.has(policy)) {
+          problems.add(
+            [...key, i],
+            `policy ${policy} is neither in the policy folder nor in openbao.policies`,
+            { hint: `Known: ${[...known].sort().join(", ")}` },
+          );
+        }
+      });
+    }
   }
-  if (!secretKeys.has("openbaoToken") && !secretKeys.has("openbaoJwt")) {
+  const plain = (key: string) => presentKeys.has(key) && !secretKeys.has(key);
+  if (
+    !secretKeys.has("openbaoToken") &&
+    !secretKeys.has("openbaoJwt") &&
+    !plain("openbaoToken") &&
+    !plain("openbaoJwt")
+  ) {
     problems.add(["openbaoToken"], "required (or openbaoJwt in CI), as a secret", {
-      hint: "The CLI takes it from OPENBAO_TOKEN, or CI from its OIDC token (README: App layer)",
+      hint: "The CLI takes it from OPENBAO_TOKEN, or CI from its OIDC token (docs/app-layer.md)",
     });
   }
-  if (secretKeys.has("openbaoJwt") && !openbao.ci) {
+  if (secretKeys.has("openbaoJwt") && isMapping(raw.openbao) && raw.openbao.ci === undefined) {
     problems.add(
       ["openbao", "ci"],
       "required to log in with openbaoJwt: it declares the JWT roles CI logs in with",
     );
   }
-  if (grafana && !secretKeys.has("grafanaAuth")) {
+  if (raw.grafana !== undefined && !secretKeys.has("grafanaAuth") && !plain("grafanaAuth")) {
     problems.add(["grafanaAuth"], "required when grafana is set, as a secret", {
       hint: "A service-account token; the CLI takes it from GRAFANA_AUTH",
     });
   }
-  const folders = (grafana?.folders ?? []).map((folder, i) => ({
-    uid: folder.uid,
-    title: folder.title,
-    dashboards: (folder.dashboards ?? []).flatMap((file, j) =>
-      readDashboard(file, ["grafana", "folders", i, "dashboards", j], problems),
+  const readDashboards = dashboards.map((files, i) =>
+    files.flatMap((file, j) =>
+      file === undefined
+        ? []
+        : readDashboard(file, ["grafana", "folders", i, "dashboards", j], problems),
     ),
-  }));
+  );
   problems.throwIfAny(stackFile);
 
+  const { openbao, grafana, foundationStack } = parsed.data!;
   return {
     foundationStack: foundationStack ?? `organization/talos-platform/${stack}`,
     openbao: {
@@ -288,7 +440,11 @@ export function validateAppConfig(
       kubernetesAuthPath: openbao.kubernetesAuthPath ?? "kubernetes",
       kvMount: openbao.kvMount ?? "secret",
       policies,
-      roles: (openbao.roles ?? []).map((role) => ({ ...role, ttl: role.ttl ?? 3600 })),
+      roles: (openbao.roles ?? []).map((role) => ({
+        ...role,
+        ttl: role.ttl ?? 3600,
+        audience: role.audience ?? "openbao",
+      })),
       ci: openbao.ci && {
         ...openbao.ci,
         branch: openbao.ci.branch ?? "main",
@@ -297,7 +453,11 @@ export function validateAppConfig(
     },
     grafana: grafana && {
       url: grafana.url,
-      folders,
+      folders: (grafana.folders ?? []).map((folder, i) => ({
+        uid: folder.uid,
+        title: folder.title,
+        dashboards: readDashboards[i] ?? [],
+      })),
       dataSources: (grafana.dataSources ?? []).map((d) => ({
         ...d,
         isDefault: d.isDefault ?? false,
@@ -306,31 +466,22 @@ export function validateAppConfig(
   };
 }
 
-/** The secret keys the app layer reads (the CLI resolves the same ones). */
-export const APP_SECRET_KEYS = ["openbaoToken", "openbaoJwt", "grafanaAuth"] as const;
-
 /** Reads and validates the current app stack's config and files. */
 export function loadAppConfig(): { spec: AppSpec; secrets: AppSecrets } {
   const config = new pulumi.Config();
-  const all = pulumi.runtime.allConfig();
-  const present = new Set(APP_SECRET_KEYS.filter((key) => `${pulumi.getProject()}:${key}` in all));
-  const raw: Record<string, unknown> = {};
-  for (const key of ["foundationStack", "openbao", "grafana"]) {
-    if (config.get(key) !== undefined)
-      raw[key] = key === "foundationStack" ? config.get(key) : config.getObject<unknown>(key);
-  }
-  const spec = validateAppConfig(raw, pulumi.getStack(), present);
+  const { values, secretKeys } = runtimeStackValues();
+  const spec = validateAppConfig({ ...values }, pulumi.getStack(), secretKeys, pulumi.getProject());
   return {
     spec,
     secrets: {
-      openbaoToken: config.getSecret("openbaoToken"),
-      openbaoJwt: config.getSecret("openbaoJwt"),
+      openbaoToken: getCredential(config, "openbaoToken"),
+      openbaoJwt: getCredential(config, "openbaoJwt"),
       // Only the main branch may apply; GitHub Actions sets GITHUB_REF for every job.
       openbaoJwtRole:
         process.env.GITHUB_REF === `refs/heads/${spec.openbao.ci?.branch ?? "main"}`
           ? "ci-apply"
           : "ci-preview",
-      grafanaAuth: config.getSecret("grafanaAuth"),
+      grafanaAuth: getCredential(config, "grafanaAuth"),
     },
   };
 }

@@ -1,7 +1,12 @@
 // The bootstrap layer's stack config: the GCP project, the state bucket and the optional secrets key.
 import * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
-import { Problems } from "./problems";
+import { checkPlainTextCredentials, checkTopLevelKeys } from "./checks";
+import { CLI_KEYS } from "./keys";
+import { PARSE_OPTIONS } from "./messages";
+import { Problems, propertyNames } from "./problems";
+import { runtimeStackValues } from "./stackValues";
+import { getCredential } from "./runSecrets";
 import { gcpSchema } from "./schema";
 
 const kmsName = z
@@ -23,6 +28,15 @@ const bootstrapSchema = z.strictObject({
   secretsKey: z
     .strictObject({ keyRing: kmsName, cryptoKey: kmsName, location: z.string().min(1).optional() })
     .optional(),
+  /** CI's principals: object admin on the bucket, encrypter/decrypter on the secrets key. */
+  ciMembers: z
+    .array(
+      z.string().regex(/^(serviceAccount|user|group|principal|principalSet):\S+$/, {
+        error:
+          "expected an IAM principal, e.g. serviceAccount:ci@<project>.iam.gserviceaccount.com",
+      }),
+    )
+    .optional(),
 });
 
 /** The bootstrap layer's validated settings. */
@@ -38,18 +52,61 @@ export interface BootstrapSpec {
     readonly cryptoKey: string;
     readonly location: string;
   };
+  readonly ciMembers: readonly string[];
 }
 
-/** Validates the bootstrap layer's values, reporting every problem at once. */
+/** Every key the bootstrap layer's sections know, for "did you mean". */
+const BOOTSTRAP_SETTING_KEYS = [
+  ...propertyNames(z.toJSONSchema(bootstrapSchema, { unrepresentable: "any" })),
+];
+
+/** The bootstrap project's name, the namespace of its keys. */
+export const BOOTSTRAP_PROJECT = "talos-platform-bootstrap";
+
+/** The secret keys the bootstrap program reads (the CLI resolves the same ones). */
+export const BOOTSTRAP_SECRET_KEYS = ["gcpCredentials"] as const;
+
+/** Every key the bootstrap layer's namespace may hold. */
+export const BOOTSTRAP_KEYS: readonly string[] = [
+  "gcp",
+  "stateBucket",
+  "secretsKey",
+  "ciMembers",
+  ...BOOTSTRAP_SECRET_KEYS,
+  ...CLI_KEYS,
+];
+
+/**
+ * Validates the bootstrap layer's values, reporting every problem at once. Pure over `raw` (the
+ * namespace's keys that are not secret) and `secretKeys` (the keys set as secrets).
+ */
 export function validateBootstrapConfig(
   raw: Record<string, unknown>,
   stackFile: string,
+  secretKeys: ReadonlySet<string> = new Set(),
+  project = BOOTSTRAP_PROJECT,
 ): BootstrapSpec {
   const problems = new Problems();
-  const result = bootstrapSchema.safeParse(raw);
-  if (!result.success) problems.addZodIssues([], raw, result.error.issues);
+  const presentKeys = new Set([...Object.keys(raw), ...secretKeys]);
+  checkTopLevelKeys(project, presentKeys, BOOTSTRAP_KEYS, problems);
+  checkPlainTextCredentials(BOOTSTRAP_SECRET_KEYS, presentKeys, secretKeys, stackFile, problems);
+  const settings = Object.fromEntries(
+    Object.entries(raw).filter(([key]) =>
+      ["gcp", "stateBucket", "secretsKey", "ciMembers"].includes(key),
+    ),
+  );
+  const result = bootstrapSchema.safeParse(settings, PARSE_OPTIONS);
+  if (!result.success) {
+    problems.addZodIssues(
+      [],
+      settings,
+      result.error.issues,
+      BOOTSTRAP_SETTING_KEYS,
+      "docs/first-time.md",
+    );
+  }
   problems.throwIfAny(stackFile);
-  const { gcp, stateBucket, secretsKey } = result.data!;
+  const { gcp, stateBucket, secretsKey, ciMembers } = result.data!;
   return {
     gcp,
     stateBucket: {
@@ -58,6 +115,7 @@ export function validateBootstrapConfig(
       keepVersions: stateBucket.keepVersions ?? 20,
     },
     secretsKey: secretsKey && { ...secretsKey, location: secretsKey.location ?? gcp.region },
+    ciMembers: ciMembers ?? [],
   };
 }
 
@@ -68,15 +126,12 @@ export function loadBootstrapConfig(): {
   gcpCredentials: pulumi.Output<string> | undefined;
 } {
   const config = new pulumi.Config();
+  const { values, secretKeys } = runtimeStackValues();
   const spec = validateBootstrapConfig(
-    {
-      gcp: config.getObject<unknown>("gcp"),
-      stateBucket: config.getObject<unknown>("stateBucket"),
-      ...(config.get("secretsKey") !== undefined
-        ? { secretsKey: config.getObject<unknown>("secretsKey") }
-        : {}),
-    },
+    { ...values },
     `bootstrap/Pulumi.${pulumi.getStack()}.yaml`,
+    secretKeys,
+    pulumi.getProject(),
   );
-  return { spec, gcpCredentials: config.getSecret("gcpCredentials") };
+  return { spec, gcpCredentials: getCredential(config, "gcpCredentials") };
 }

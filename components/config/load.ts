@@ -1,8 +1,12 @@
 // The only module that reads pulumi.Config: it hands the stack's values to validation and returns
 // typed settings, or throws before any resource is registered.
 import * as pulumi from "@pulumi/pulumi";
+import { getCredential } from "./runSecrets";
+import { runtimeStackValues } from "./stackValues";
 import type { PlatformSpec } from "./types";
 import { validatePlatformConfig } from "./validate";
+
+export { FOUNDATION_SECRET_KEYS } from "./keys";
 
 /** Secret inputs that never live in plain text in the stack file. */
 export interface PlatformSecrets {
@@ -16,22 +20,10 @@ export interface PlatformSecrets {
   readonly ociPrivateKey?: pulumi.Output<string>;
   /** An OpenStack application credential secret; else clouds.yaml or the OS_* variables. */
   readonly openstackApplicationCredentialSecret?: pulumi.Output<string>;
-}
-
-/** The secret keys the foundation program reads (the CLI resolves the same ones). */
-export const FOUNDATION_SECRET_KEYS = [
-  "proxmoxApiToken",
-  "fluxDeployKey",
-  "gcpCredentials",
-  "ociPrivateKey",
-  "openstackApplicationCredentialSecret",
-] as const;
-
-/** Which of the program's secret keys the stack sets, without reading (or logging) their values. */
-function presentSecretKeys(): Set<string> {
-  const all = pulumi.runtime.allConfig();
-  const project = pulumi.getProject();
-  return new Set(FOUNDATION_SECRET_KEYS.filter((key) => `${project}:${key}` in all));
+  /** The private key (PEM) the Proxmox provider logs into the hosts with (proxmox.ssh without the agent). */
+  readonly proxmoxSshPrivateKey?: pulumi.Output<string>;
+  /** An existing service-account key (JSON) for OpenBao's unseal (openbao.credentials: existingKey). */
+  readonly gcpUnsealCredentials?: pulumi.Output<string>;
 }
 
 /** The validated stack configuration and its secrets. */
@@ -43,32 +35,24 @@ export interface LoadedConfig {
 /** Reads and validates the current stack's `talos-platform:*` keys. */
 export function loadPlatformConfig(): LoadedConfig {
   const config = new pulumi.Config();
-  const stackFile = `Pulumi.${pulumi.getStack()}.yaml`;
+  const { values, presentKeys, secretKeys } = runtimeStackValues();
   const spec = validatePlatformConfig(
-    {
-      cluster: config.getObject<unknown>("cluster"),
-      nodes: config.getObject<unknown>("nodes"),
-      proxmox: config.getObject<unknown>("proxmox"),
-      oci: config.getObject<unknown>("oci"),
-      openstack: config.getObject<unknown>("openstack"),
-      gcp: config.getObject<unknown>("gcp"),
-      openbao: config.getObject<unknown>("openbao"),
-      dns: config.getObject<unknown>("dns"),
-      flux: config.getObject<unknown>("flux"),
-      secretKeys: presentSecretKeys(),
-    },
-    stackFile,
+    { ...values, presentKeys, secretKeys, project: pulumi.getProject() },
+    `Pulumi.${pulumi.getStack()}.yaml`,
   );
   return {
     spec,
     secrets: {
-      proxmoxApiToken: config.getSecret("proxmoxApiToken"),
-      fluxDeployKey: config.getSecret("fluxDeployKey"),
-      gcpCredentials: config.getSecret("gcpCredentials"),
-      ociPrivateKey: config.getSecret("ociPrivateKey"),
-      openstackApplicationCredentialSecret: config.getSecret(
+      proxmoxApiToken: getCredential(config, "proxmoxApiToken"),
+      fluxDeployKey: getCredential(config, "fluxDeployKey"),
+      gcpCredentials: getCredential(config, "gcpCredentials"),
+      ociPrivateKey: getCredential(config, "ociPrivateKey"),
+      openstackApplicationCredentialSecret: getCredential(
+        config,
         "openstackApplicationCredentialSecret",
       ),
+      proxmoxSshPrivateKey: getCredential(config, "proxmoxSshPrivateKey"),
+      gcpUnsealCredentials: getCredential(config, "gcpUnsealCredentials"),
     },
   };
 }

@@ -2,6 +2,7 @@
 //   `<stack-file key>: <problem>; got <value>. <fix or allowed values>`
 import * as pulumi from "@pulumi/pulumi";
 import type { z } from "zod";
+import { maskUrl, urlCredential } from "./checks/credentials";
 
 /** A path into the stack config, e.g. ["nodes", 2, "proxmox", "vmId"]. */
 export type KeyPath = readonly (string | number)[];
@@ -15,9 +16,10 @@ export function keyOf(path: KeyPath): string {
   );
 }
 
-/** A short, single-line rendering of a value for an error message. */
+/** A short, single-line rendering of a value for an error message; credentials in URLs masked. */
 export function show(value: unknown): string {
-  const text = value === undefined ? "nothing" : JSON.stringify(value);
+  const shown = typeof value === "string" && urlCredential(value) ? maskUrl(value) : value;
+  const text = shown === undefined ? "nothing" : JSON.stringify(shown);
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
 
@@ -43,20 +45,25 @@ export function closestKey(key: string, knownKeys: readonly string[]): string | 
   return best?.key;
 }
 
+/** Edits between two strings: insertions, deletions, substitutions and swaps of neighbours. */
 function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
   for (let i = 1; i <= a.length; i++) {
-    const current = [i];
     for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(
-        previous[j] + 1,
-        current[j - 1] + 1,
-        previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1),
+      d[i][j] = Math.min(
+        d[i - 1][j] + 1,
+        d[i][j - 1] + 1,
+        d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1),
       );
+      // A swap of two neighbouring letters (`titel` for `title`) is one slip, not two.
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+      }
     }
-    previous = current;
   }
-  return previous[b.length];
+  return d[a.length][b.length];
 }
 
 /** Every property name declared anywhere in a JSON schema (from `z.toJSONSchema`). */
@@ -82,18 +89,19 @@ export class Problems {
   add(path: KeyPath, problem: string, opts: { got?: unknown; hint?: string } = {}): void {
     const got = "got" in opts ? `; got ${show(opts.got)}` : "";
     const hint = opts.hint ? `. ${opts.hint}` : "";
-    this.list.push(`${keyOf(path)}: ${problem}${got}${hint}`);
+    this.addMessage(`${keyOf(path)}: ${problem}${got}${hint}`);
   }
 
   /**
    * Records every issue of a failed schema parse of the value found at `base`; `knownKeys` lets an
-   * unknown key be answered with the key that was probably meant.
+   * unknown key be answered with the key that was probably meant, else with `reference`.
    */
   addZodIssues(
     base: KeyPath,
     raw: unknown,
     issues: readonly z.core.$ZodIssue[],
     knownKeys: readonly string[] = [],
+    reference = "docs/configuration.md",
   ): void {
     for (const issue of issues) {
       const relative: KeyPath = issue.path.map((p) => (typeof p === "symbol" ? String(p) : p));
@@ -101,7 +109,7 @@ export class Problems {
       if (issue.code === "unrecognized_keys") {
         for (const key of issue.keys) {
           const meant = closestKey(key, knownKeys);
-          const readme = "See the README's configuration reference";
+          const readme = `See ${reference}`;
           if (meant === key) {
             // A real key, but of another platform or section.
             this.add([...path, key], "is not a setting here", { hint: readme });
@@ -111,6 +119,10 @@ export class Problems {
             });
           }
         }
+      } else if (issue.code === "invalid_key") {
+        // The key itself is wrong: name it, never its value (a policy body, say).
+        const reason = issue.issues.map((inner) => inner.message).join("; ");
+        this.add(path, `not a valid key here: ${reason}`);
       } else {
         const value = valueAt(raw, relative);
         const message =
@@ -120,9 +132,9 @@ export class Problems {
     }
   }
 
-  /** Records a problem already written in the `key: problem` format. */
+  /** Records a problem already written in the `key: problem` format; the same line is kept once. */
   addMessage(message: string): void {
-    this.list.push(message);
+    if (!this.list.includes(message)) this.list.push(message);
   }
 
   /** All problems, in the order found. */

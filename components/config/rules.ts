@@ -1,6 +1,5 @@
 // Cross-field rules over the parsed stack config. Each rule records problems; none throws, so one run
 // reports everything that is wrong.
-import { parseAllDocuments } from "yaml";
 import { canonicalIp, inSubnet, ipFamily, parseCidr } from "../net";
 import {
   compareMinor,
@@ -10,6 +9,7 @@ import {
   talosRelease,
   TALOS_RELEASES,
 } from "../talos/versions";
+import { INFRA_RULES } from "./infraRules";
 import { KeyPath, Problems } from "./problems";
 import type {
   RawCluster,
@@ -17,8 +17,8 @@ import type {
   RawFlux,
   RawNode,
   RawOci,
+  RawOpenbao,
   RawOpenstack,
-  RawPatch,
   RawProxmox,
 } from "./schema";
 
@@ -36,30 +36,28 @@ export interface RuleInput {
   readonly openstack?: RawOpenstack;
   /** Platform settings keys present in the stack file (parsed or not). */
   readonly platformsGiven: ReadonlySet<string>;
+  readonly openbao?: RawOpenbao;
   readonly dns?: RawDns;
   readonly flux?: RawFlux;
   /** Service keys present in the stack file (parsed or not): gcp, openbao, dns, flux. */
   readonly servicesGiven: ReadonlySet<string>;
   /** Secret config keys set on the stack (values never read here). */
   readonly secretKeys: ReadonlySet<string>;
+  /** Every key set in the namespace, secret or not. */
+  readonly presentKeys: ReadonlySet<string>;
   readonly nodes: readonly IndexedNode[];
   readonly rawNodes: readonly unknown[];
+  /** The values as read, for checks that look past a section that did not parse. */
+  readonly raw: Readonly<Record<string, unknown>>;
 }
 
-type Rule = (input: RuleInput, problems: Problems) => void;
+/** A cross-field rule: records problems, never throws. */
+export type Rule = (input: RuleInput, problems: Problems) => void;
 
 /** The static network block, on the platforms that have one. */
 function networkOf(node: RawNode) {
   return node.platform === "proxmox" || node.platform === "baremetal" ? node.network : undefined;
 }
-
-/** Machine-config sections that moved to their own documents in Talos 1.12/1.13. */
-const MOVED_SECTIONS: Record<string, string> = {
-  network: "HostnameConfig, LinkConfig, Layer2VIPConfig and ResolverConfig documents",
-  time: "a TimeSyncConfig document",
-  env: "an EnvironmentConfig document",
-  disks: "UserVolumeConfig documents",
-};
 
 const releasesKnown = `${TALOS_RELEASES[0].minor} to ${TALOS_RELEASES[TALOS_RELEASES.length - 1].minor}`;
 
@@ -118,57 +116,6 @@ const imageFactory: Rule = ({ cluster }, problems) => {
       {
         hint: "Either name a schematic, or list extensions and let the program register the schematic",
       },
-    );
-  }
-};
-
-/** Checks one patch: valid YAML, mappings only, no sections Talos 1.13 no longer accepts. */
-function checkPatch(path: KeyPath, patch: RawPatch, problems: Problems): void {
-  const documents = typeof patch === "string" ? parseAllDocuments(patch) : [];
-  const values: unknown[] = typeof patch === "string" ? [] : [patch];
-  for (const document of Array.isArray(documents) ? documents : [documents]) {
-    if (document.errors.length > 0) {
-      problems.add(
-        path,
-        `is not valid YAML (${document.errors[0].message.split("\n")[0].replace(/:$/, "")})`,
-      );
-      return;
-    }
-    values.push(document.toJS());
-  }
-  for (const value of values) {
-    if (value === null || typeof value !== "object" || Array.isArray(value)) {
-      problems.add(
-        path,
-        "must be a mapping (a strategic merge patch); JSON 6902 patch lists are not supported",
-        {
-          got: value,
-        },
-      );
-      return;
-    }
-    const machine = (value as { machine?: unknown }).machine;
-    if (machine !== null && typeof machine === "object") {
-      for (const [section, replacement] of Object.entries(MOVED_SECTIONS)) {
-        if (section in machine) {
-          problems.add([...path], `sets machine.${section}, which Talos 1.13 no longer accepts`, {
-            hint: `Use ${replacement}`,
-          });
-        }
-      }
-    }
-  }
-}
-
-const patches: Rule = ({ cluster, nodes }, problems) => {
-  for (const scope of ["all", "controlplane", "worker"] as const) {
-    cluster?.patches?.[scope]?.forEach((patch, i) =>
-      checkPatch(["cluster", "patches", scope, i], patch, problems),
-    );
-  }
-  for (const { index, node } of nodes) {
-    node.patches?.forEach((patch, i) =>
-      checkPatch(["nodes", index, "patches", i], patch, problems),
     );
   }
 };
@@ -313,6 +260,11 @@ const proxmoxHosts: Rule = ({ proxmox, nodes }, problems) => {
   }
 };
 
+/** True for an IPv6 link-local address (fe80::/10). */
+export function isLinkLocal6(ip: string): boolean {
+  return ipFamily(ip) === 6 && inSubnet(ip, { ip: "fe80::", prefix: 10, family: 6 });
+}
+
 const nodeNetworks: Rule = ({ nodes }, problems) => {
   for (const { index, node } of nodes) {
     const base = ["nodes", index] as const;
@@ -337,6 +289,8 @@ const nodeNetworks: Rule = ({ nodes }, problems) => {
       ["gateway6", 6],
     ] as const) {
       const gateway = network[key];
+      // An IPv6 router is commonly reached at its link-local address (fe80::/10), on any subnet.
+      if (family === 6 && gateway && isLinkLocal6(gateway)) continue;
       if (gateway && !cidrs.some((c) => c.family === family && inSubnet(gateway, c))) {
         problems.add(
           [...base, "network", key],
@@ -383,6 +337,7 @@ const controlPlaneMemory: Rule = ({ nodes }, problems) => {
 const vip: Rule = ({ cluster, nodes, openstack }, problems) => {
   const address = cluster?.vip;
   if (!address) return;
+  const outside: string[] = [];
   for (const { index, node } of nodes) {
     if (node.role !== "controlplane") continue;
     if (node.platform === "oci") {
@@ -407,16 +362,22 @@ const vip: Rule = ({ cluster, nodes, openstack }, problems) => {
     }
     const network = networkOf(node);
     if (!network) {
-      problems.add(
-        ["nodes", index, "network"],
-        "required on control planes when cluster.vip is set (the VIP needs a link)",
-      );
+      // A Proxmox node without a network is reported by itself already.
+      if (node.platform !== "proxmox") {
+        problems.add(
+          ["nodes", index, "network"],
+          "required on control planes when cluster.vip is set (the VIP needs a link)",
+        );
+      }
     } else if (!network.addresses.some((a) => inSubnet(address, parseCidr(a)!))) {
-      problems.add(["cluster", "vip"], `is not in any subnet of control plane nodes[${index}]`, {
-        got: address,
-        hint: `A layer-2 VIP must share a subnet with every control plane; nodes[${index}] has ${network.addresses.join(", ")}`,
-      });
+      outside.push(`nodes[${index}] has ${network.addresses.join(", ")}`);
     }
+  }
+  if (outside.length > 0) {
+    problems.add(["cluster", "vip"], "is not in the subnet of every control plane", {
+      got: address,
+      hint: `A layer-2 VIP must share a subnet with every control plane; ${outside.join("; ")}`,
+    });
   }
 };
 
@@ -430,7 +391,10 @@ const inZone = (name: string, domain: string) => {
   return n === d || n.endsWith(`.${d}`);
 };
 
-const services: Rule = ({ servicesGiven, cluster, dns, flux, secretKeys }, problems) => {
+const services: Rule = (
+  { servicesGiven, cluster, dns, flux, secretKeys, presentKeys },
+  problems,
+) => {
   for (const key of ["openbao", "dns"]) {
     if (servicesGiven.has(key) && !servicesGiven.has("gcp")) {
       problems.add([key], "needs talos-platform:gcp", { hint: "Add gcp.project and gcp.region" });
@@ -473,9 +437,10 @@ const services: Rule = ({ servicesGiven, cluster, dns, flux, secretKeys }, probl
         hint: "Give the Git server's known_hosts line, e.g. from `ssh-keyscan github.com`",
       });
     }
-    if (!secretKeys.has("fluxDeployKey")) {
+    // Present in plain text is reported as such, once.
+    if (!secretKeys.has("fluxDeployKey") && !presentKeys.has("fluxDeployKey")) {
       problems.add(["fluxDeployKey"], "required for an ssh:// repository, as a secret", {
-        hint: 'Run `pulumi config set --secret fluxDeployKey -- "$(cat deploy_key)"`, or let the CLI resolve it (README: Credentials)',
+        hint: "Run `pulumi config set --secret fluxDeployKey < deploy_key` (the key file on standard input, not on the command line), or let the CLI resolve it (docs/credentials.md)",
       });
     }
   }
@@ -494,5 +459,5 @@ export const RULES: readonly Rule[] = [
   controlPlaneMemory,
   vip,
   services,
-  patches,
+  ...INFRA_RULES,
 ];

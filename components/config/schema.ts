@@ -13,7 +13,10 @@ export const ROLES = ["controlplane", "worker"] as const;
 /** One of {@link ROLES}. */
 export type Role = (typeof ROLES)[number];
 
-/** Talos `applyMode` values for later configuration changes. */
+/**
+ * Talos `applyMode` values a stack may ask for (rules.ts refuses those that could reboot more nodes at
+ * once than the cluster can lose, and `staged`, which never leaves maintenance mode on a new node).
+ */
 export const APPLY_MODES = [
   "auto",
   "no_reboot",
@@ -53,7 +56,9 @@ const duration = z
 const patch = z.union([z.string(), z.record(z.string(), z.unknown())], {
   error: "expected a YAML string or a mapping",
 });
-const patches = z.array(patch);
+/** A list of patches, as `cluster.patches.<scope>` and `nodes[].patches` take them. */
+export const patchListSchema = z.array(patch);
+const patches = patchListSchema;
 
 const nodeNetwork = z.strictObject({
   /** Static addresses with prefix, first one is the node's Talos API address. */
@@ -69,8 +74,36 @@ const nodeNetwork = z.strictObject({
   mtu: z.int().min(576).max(9216).optional(),
 });
 
+/** How the sites of a multi-site cluster reach each other (see docs/platforms.md). */
+export const CONNECTIVITY = ["kubespan", "routed"] as const;
+
+/** CNIs the program knows the ports of; `none` leaves the CNI (and its ports) to the operator. */
+export const CNIS = ["flannel", "cilium", "none"] as const;
+
+/** Image Factory formats of the Proxmox `nocloud` image (see components/nodes/proxmox/imageFormat.ts). */
+export const PROXMOX_IMAGE_FORMATS = ["qcow2", "raw", "raw.zst", "raw.gz"] as const;
+
+/** How OpenBao's unseal identity authenticates to GCP. */
+export const OPENBAO_CREDENTIALS = [
+  "serviceAccountKey",
+  "workloadIdentity",
+  "existingKey",
+] as const;
+
+/** Resolvers and time servers; on a site or a node they override the cluster's. */
+const resolvers = {
+  nameservers: z.array(ip).optional(),
+  searchDomains: z
+    .array(z.string().refine(isDnsName, { error: "expected a DNS domain" }))
+    .optional(),
+  ntpServers: z.array(z.string().min(1)).optional(),
+};
+
 const nodeCommon = {
   name: dnsLabel,
+  /** The site the node is at. @default its platform (`proxmox`, `baremetal`, `oci-<region>`, `openstack-<region>`) */
+  site: dnsLabel.optional(),
+  ...resolvers,
   role: z.enum(ROLES, { error: `expected one of ${ROLES.join(", ")}` }),
   /** @default "/dev/sda" (cloud platforms: the platform's boot disk) */
   installDisk: z
@@ -123,8 +156,10 @@ const baremetalNode = z.strictObject({
   ...staticNetwork,
   platform: z.literal("baremetal"),
   baremetal: z.strictObject({
-    /** Where the node answers in maintenance mode (port 50000) and afterwards. IPv6 works. */
+    /** The node's configured address: every push after the first, health checks, talosconfig. IPv6 works. */
     address: ip,
+    /** Where the node answers in maintenance mode (DHCP/SLAAC), for the first push only. @default address */
+    maintenanceAddress: ip.optional(),
     /** Wipe and reboot the node when it is removed from the stack. @default true */
     resetOnDestroy: z.boolean().optional(),
   }),
@@ -145,6 +180,8 @@ const ociInstance = z.strictObject({
   privateIp: ipv4.optional(),
   /** Assign an IPv6 address from the subnet. @default false */
   assignIpv6: z.boolean().optional(),
+  /** A fixed IPv6 address from the subnet's IPv6 prefix (implies assignIpv6). */
+  ipv6Address: ipv6.optional(),
   /** Give the VNIC a public IPv4; the Talos API is then reached there. @default oci.assignPublicIp */
   assignPublicIp: z.boolean().optional(),
   /** @default oci.nsgIds */
@@ -170,8 +207,8 @@ const openstackInstance = z.strictObject({
   /** Boot volume size in GiB, created from the Talos image. @default 20 */
   volumeSize: z.int().min(10, { error: "Talos needs a disk of at least 10 GiB" }).optional(),
   volumeType: z.string().min(1).optional(),
-  /** An extra, empty data volume in GiB. */
-  dataVolumeSize: z.int().positive().optional(),
+  /** An extra data volume in GiB, formatted and mounted by Talos as the user volume `data` (/var/mnt/data). */
+  dataVolumeSize: z.int().min(1).optional(),
   /** Overrides the spread over openstack.availabilityZones. */
   availabilityZone: z.string().min(1).optional(),
   /** Fixed IPv4 on the network's subnet. */
@@ -222,6 +259,10 @@ export const clusterSchema = z.strictObject({
       extensions: z.array(z.string().min(1)).optional(),
       /** Extra extensions per platform, e.g. proxmox: [siderolabs/qemu-guest-agent]. */
       platformExtensions: z.partialRecord(z.enum(PLATFORMS), z.array(z.string().min(1))).optional(),
+      /** Extra extensions per CPU architecture, e.g. amd64: [siderolabs/intel-ucode]. */
+      architectureExtensions: z
+        .partialRecord(z.enum(["amd64", "arm64"]), z.array(z.string().min(1)))
+        .optional(),
       extraKernelArgs: z.array(z.string().min(1)).optional(),
     })
     .optional(),
@@ -234,10 +275,35 @@ export const clusterSchema = z.strictObject({
       ntpServers: z.array(z.string().min(1)).optional(),
       podSubnets: z.array(cidr).optional(),
       serviceSubnets: z.array(cidr).optional(),
-      /** `none` leaves the CNI to you (Cilium through Flux). @default "flannel" */
-      cni: z.enum(["flannel", "none"]).optional(),
+      /**
+       * `cilium` and `none` leave installing the CNI to you (Talos runs none); `cilium` also opens Cilium's
+       * ports on the firewalls the program manages. @default "flannel"
+       */
+      cni: z.enum(CNIS, { error: `expected one of ${CNIS.join(", ")}` }).optional(),
       /** @default true */
       kubeProxy: z.boolean().optional(),
+      /** How the sites reach each other; required when nodes are at more than one site. */
+      connectivity: z
+        .enum(CONNECTIVITY, { error: `expected one of ${CONNECTIVITY.join(", ")}` })
+        .optional(),
+    })
+    .optional(),
+  /** Per-site settings, by site name: resolvers, NTP, and the prefixes the site's nodes connect from. */
+  sites: z
+    .record(
+      dnsLabel,
+      z.strictObject({
+        ...resolvers,
+        /** Prefixes the site's nodes reach other sites from (firewall sources). @default the nodes' fixed addresses */
+        cidrs: z.array(cidr).optional(),
+      }),
+    )
+    .optional(),
+  /** Rebooting nodes for staged changes (`rollout`). */
+  rollout: z
+    .strictObject({
+      /** Workers rebooted at once; control planes always go one at a time. @default 1 */
+      maxUnavailableWorkers: positiveInt.optional(),
     })
     .optional(),
   /** @default true when the cluster has no workers */
@@ -251,8 +317,8 @@ export const clusterSchema = z.strictObject({
       worker: patches.optional(),
     })
     .optional(),
-  /** How later config changes are applied. @default "auto" */
-  applyMode: z.enum(APPLY_MODES).optional(),
+  /** How config changes reach running nodes. @default "staged_if_needing_reboot" */
+  applyMode: z.enum(APPLY_MODES, { error: `expected one of ${APPLY_MODES.join(", ")}` }).optional(),
   /** Protect control-plane machines from deletion. @default true */
   protectControlPlanes: z.boolean().optional(),
   health: z
@@ -268,7 +334,7 @@ export const clusterSchema = z.strictObject({
 /** The `talos-platform:proxmox` key. */
 export const proxmoxSchema = z.strictObject({
   /** The Proxmox API URL, e.g. https://pve1.example.net:8006/. */
-  endpoint: z.url({ protocol: /^https?$/, error: "expected an https:// URL of the Proxmox API" }),
+  endpoint: z.url({ protocol: /^https$/, error: "expected an https:// URL of the Proxmox API" }),
   /** Accept a self-signed API certificate. @default false */
   insecure: z.boolean().optional(),
   /** The Proxmox hosts VMs may be placed on. */
@@ -276,8 +342,10 @@ export const proxmoxSchema = z.strictObject({
     .array(
       z.strictObject({
         name: z.string().min(1),
-        /** Datastore (content type `iso`) the Talos image is downloaded to. @default "local" */
+        /** File-based datastore the Talos image is downloaded to (content `import`, or `iso` with ssh). @default "local" */
         imageDatastore: z.string().min(1).optional(),
+        /** Where the provider reaches the host over SSH (only with proxmox.ssh). @default the address the API reports */
+        sshAddress: hostName.optional(),
       }),
     )
     .min(1, { error: "list at least one host" }),
@@ -287,6 +355,22 @@ export const proxmoxSchema = z.strictObject({
   bridge: z.string().min(1).optional(),
   /** Default VM CPU type. @default "x86-64-v2-AES" */
   cpuType: z.string().min(1).optional(),
+  /**
+   * The Image Factory format of the nocloud image: `qcow2`/`raw` are imported through the API (Proxmox
+   * VE 8.4+); `raw.zst`/`raw.gz` are decompressed by Proxmox and imported over SSH. @default "qcow2"
+   */
+  imageFormat: z
+    .enum(PROXMOX_IMAGE_FORMATS, { error: `expected one of ${PROXMOX_IMAGE_FORMATS.join(", ")}` })
+    .optional(),
+  /** SSH to the Proxmox hosts, for the compressed-image formats on Proxmox VE before 8.4. */
+  ssh: z
+    .strictObject({
+      /** The Linux user on the hosts (an API token has no user to inherit). */
+      username: z.string().min(1),
+      /** Use the SSH agent at SSH_AUTH_SOCK; else the proxmoxSshPrivateKey credential. @default false */
+      agent: z.boolean().optional(),
+    })
+    .optional(),
 });
 
 /** The `talos-platform:oci` key: where OCI nodes go. Credentials come from the environment. */
@@ -328,6 +412,8 @@ export const ociSchema = z.strictObject({
   ),
   /** @default false */
   assignPublicIp: z.boolean().optional(),
+  /** Give each VNIC a hostname label (needs a subnet and VCN with DNS enabled). @default true */
+  hostnameLabel: z.boolean().optional(),
   freeformTags: z.record(z.string(), z.string()).optional(),
 });
 
@@ -385,6 +471,25 @@ export const openbaoSchema = z.strictObject({
   rotationPeriod: z
     .string()
     .regex(/^\d+s$/, { error: "expected seconds such as 7776000s" })
+    .optional(),
+  /**
+   * How OpenBao authenticates to GCP: a key the program creates, keyless Workload Identity
+   * Federation trusting the cluster's service-account tokens, or a key from the credentials store.
+   * @default "serviceAccountKey"
+   */
+  credentials: z
+    .enum(OPENBAO_CREDENTIALS, { error: `expected one of ${OPENBAO_CREDENTIALS.join(", ")}` })
+    .optional(),
+  /** The Kubernetes service account OpenBao runs as (workloadIdentity). @default { namespace: openbao, name: openbao } */
+  kubernetesServiceAccount: z
+    .strictObject({ namespace: dnsLabel.optional(), name: dnsLabel.optional() })
+    .optional(),
+  /** The service account whose key the gcpUnsealCredentials credential holds (existingKey). */
+  serviceAccountEmail: z
+    .string()
+    .regex(/^[a-z0-9-]+@[a-z0-9-]+\.iam\.gserviceaccount\.com$/, {
+      error: "expected a service-account email such as openbao@project.iam.gserviceaccount.com",
+    })
     .optional(),
 });
 

@@ -1,8 +1,17 @@
 // The validated, defaulted stack configuration the components receive. Built only by validate.ts.
 import type { Platform, Role } from "./schema";
 
-/** Apply modes for later configuration changes. */
+/** Apply modes for configuration changes (see docs/platforms.md, "Config changes without quorum loss"). */
 export type ApplyMode = "auto" | "no_reboot" | "reboot" | "staged" | "staged_if_needing_reboot";
+
+/** A node's resolvers and time servers, after node, site and cluster settings are merged. */
+export interface NodeResolvers {
+  /** Empty: the platform's own (DHCP, metadata service) or Talos' default. */
+  readonly nameservers: readonly string[];
+  readonly searchDomains: readonly string[];
+  /** Empty: Talos' default (time.cloudflare.com). */
+  readonly ntpServers: readonly string[];
+}
 
 /** A node's static network settings. */
 export interface NodeNetworkSpec {
@@ -28,11 +37,19 @@ interface NodeSpecCommon {
   readonly labels: Readonly<Record<string, string>>;
   /** Per-node patches as YAML strings. */
   readonly patches: readonly string[];
+  /** The site the node is at (given, or its platform's default). */
+  readonly site: string;
+  readonly resolvers: NodeResolvers;
 }
 
 interface StaticNodeSpec extends NodeSpecCommon {
-  /** The address its Talos API answers on (port 50000), before and after configuration. */
+  /** The address its Talos API answers on (port 50000) once configured. */
   readonly talosAddress: string;
+  /**
+   * The node IPs its kubelet reports, pinned with `machine.kubelet.nodeIP` when the node has more than
+   * one address (the health check matches nodes by them). First: the one health checks name it by.
+   */
+  readonly kubeletAddresses: readonly string[];
 }
 
 /** Where a cloud node goes: its position in its pool (nodes of one platform and role, in stack order). */
@@ -47,6 +64,8 @@ interface CloudNodeSpec extends NodeSpecCommon {
   readonly pushConfig: boolean;
   /** The Talos API address when the stack declares it; otherwise the instance's own address. */
   readonly declaredAddress?: string;
+  /** The primary-family address its kubelet reports, when the stack fixes it; otherwise the instance's. */
+  readonly declaredKubeletAddress?: string;
   readonly placement: PoolPlacement;
 }
 
@@ -73,7 +92,12 @@ export interface ProxmoxNodeSpec extends StaticNodeSpec {
 export interface BaremetalNodeSpec extends StaticNodeSpec {
   readonly platform: "baremetal";
   readonly network?: NodeNetworkSpec;
-  readonly baremetal: { readonly address: string; readonly resetOnDestroy: boolean };
+  readonly baremetal: {
+    readonly address: string;
+    /** Where it answers in maintenance mode, when that differs from `address` (first push only). */
+    readonly maintenanceAddress?: string;
+    readonly resetOnDestroy: boolean;
+  };
 }
 
 /** An OCI instance that boots with its config as user data. */
@@ -89,7 +113,11 @@ export interface OciNodeSpec extends CloudNodeSpec {
     readonly subnetId: string;
     readonly privateIp?: string;
     readonly assignIpv6: boolean;
+    /** A fixed IPv6 from the subnet's prefix. */
+    readonly ipv6Address?: string;
     readonly assignPublicIp: boolean;
+    /** Set the VNIC's hostname label (needs DNS on the subnet). */
+    readonly hostnameLabel: boolean;
     readonly nsgIds: readonly string[];
     /** Set when given on the node; otherwise spread (see placement). */
     readonly faultDomain?: string;
@@ -117,13 +145,31 @@ export type NodeSpec = ProxmoxNodeSpec | BaremetalNodeSpec | OciNodeSpec | Opens
 /** Nodes that receive their config as user data at creation. */
 export type CloudNodeSpecs = OciNodeSpec | OpenstackNodeSpec;
 
+/** A CPU architecture of Talos images. */
+export type Architecture = "amd64" | "arm64";
+
 /** Image Factory settings. */
 export interface ImageFactorySpec {
   /** A fixed schematic ID, used when no extensions or kernel args are listed. */
   readonly schematicId?: string;
   readonly extensions: readonly string[];
   readonly platformExtensions: Readonly<Partial<Record<Platform, readonly string[]>>>;
+  readonly architectureExtensions: Readonly<Partial<Record<Architecture, readonly string[]>>>;
   readonly extraKernelArgs: readonly string[];
+}
+
+/** How the sites of a cluster reach each other. */
+export type Connectivity = "single" | "kubespan" | "routed";
+
+/** One site: where some of the nodes are. */
+export interface SiteSpec {
+  readonly name: string;
+  /** The platforms of the site's nodes. */
+  readonly platforms: readonly Platform[];
+  /** Prefixes the site's nodes connect from, for other sites' firewalls (given, or their fixed addresses). */
+  readonly cidrs: readonly string[];
+  /** The same for its control planes only (the given `cidrs` when given). */
+  readonly controlPlaneCidrs: readonly string[];
 }
 
 /** Cluster-wide settings. */
@@ -147,9 +193,15 @@ export interface ClusterSpec {
     readonly ntpServers: readonly string[];
     readonly podSubnets?: readonly string[];
     readonly serviceSubnets?: readonly string[];
-    readonly cni: "flannel" | "none";
+    /** `cilium` and `none`: Talos installs no CNI. */
+    readonly cni: "flannel" | "cilium" | "none";
     readonly kubeProxy: boolean;
+    /** How the sites reach each other; `single` when every node is at one site. */
+    readonly connectivity: Connectivity;
   };
+  /** Every site with a node, by name, with its settings. */
+  readonly sites: Readonly<Record<string, SiteSpec>>;
+  readonly rollout: { readonly maxUnavailableWorkers: number };
   readonly allowSchedulingOnControlPlanes: boolean;
   readonly certSANs: readonly string[];
   /** Cluster-wide patches as YAML strings, by scope. */
@@ -171,6 +223,11 @@ export interface ProxmoxSpec {
   readonly datastore: string;
   readonly bridge: string;
   readonly cpuType: string;
+  readonly imageFormat: "qcow2" | "raw" | "raw.zst" | "raw.gz";
+  /** SSH for the compressed-image formats; absent: API only. */
+  readonly ssh?: { readonly username: string; readonly agent: boolean };
+  /** SSH addresses by host name, where given. */
+  readonly sshAddresses: Readonly<Record<string, string>>;
 }
 
 /** OCI region, compartment, network and image. */
@@ -185,6 +242,7 @@ export interface OciSpec {
   readonly architecture: "amd64" | "arm64";
   readonly image: { readonly id: string } | { readonly objectStorageUri: string };
   readonly assignPublicIp: boolean;
+  readonly hostnameLabel: boolean;
   readonly freeformTags: Readonly<Record<string, string>>;
 }
 
@@ -212,6 +270,11 @@ export interface OpenbaoSpec {
   readonly cryptoKey: string;
   readonly location: string;
   readonly rotationPeriod: string;
+  readonly credentials: "serviceAccountKey" | "workloadIdentity" | "existingKey";
+  /** OpenBao's Kubernetes service account (workloadIdentity). */
+  readonly kubernetesServiceAccount: { readonly namespace: string; readonly name: string };
+  /** The existing key's service account (existingKey). */
+  readonly serviceAccountEmail?: string;
 }
 
 /** One DNS record, its name fully qualified with a trailing dot. */

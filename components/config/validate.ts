@@ -2,13 +2,30 @@
 // listing every problem. Runs before any resource exists.
 import { stringify } from "yaml";
 import { z } from "zod";
-import { deriveMac, hostPort, ipFamily, parseCidr } from "../net";
+import { canonicalIp, deriveMac, hostPort, ipFamily, parseCidr } from "../net";
 import { DEPLOY_KEY_PLACEHOLDER, fluxHandoffPatch } from "../flux/handoff";
 import { machinePatches } from "../talos/patches";
 import { estimatedUserDataLength, userDataProblem } from "../talos/userData";
 import { parseVersion } from "../talos/versions";
+import { CHECKS, checkPlainTextCredentials, checkTopLevelKeys } from "./checks";
+import {
+  FOUNDATION_KEYS,
+  FOUNDATION_PROJECT,
+  FOUNDATION_SECRET_KEYS,
+  FOUNDATION_SETTINGS_KEYS,
+} from "./keys";
+import { PARSE_OPTIONS } from "./messages";
 import { Problems, propertyNames } from "./problems";
-import { fqdn, IndexedNode, RULES } from "./rules";
+import { fqdn, IndexedNode, RuleInput, RULES } from "./rules";
+import {
+  hostPrefix,
+  kubeletAddresses,
+  knownSourceAddresses,
+  nodeResolvers,
+  serviceFamilies,
+  siteOf,
+  staticAddresses,
+} from "./sites";
 import {
   clusterSchema,
   dnsSchema,
@@ -33,6 +50,7 @@ import {
 } from "./schema";
 import type {
   ClusterSpec,
+  Connectivity,
   NodeNetworkSpec,
   NodeSpec,
   OciSpec,
@@ -41,6 +59,7 @@ import type {
   PoolPlacement,
   ProxmoxSpec,
   ServicesSpec,
+  SiteSpec,
 } from "./types";
 
 /** The stack's config values, as read (objects already decoded from the stack file). */
@@ -56,6 +75,13 @@ export interface RawStackConfig {
   readonly flux?: unknown;
   /** Secret config keys set on the stack; their values are never read here. */
   readonly secretKeys?: ReadonlySet<string>;
+  /**
+   * Every key set in the project's namespace, secret or not (`cluster`, `proxmoxApiToken`, a
+   * misspelt `dsn`). @default the keys given above with a value, and the secret keys
+   */
+  readonly presentKeys?: ReadonlySet<string>;
+  /** The project (config namespace), for messages. @default "talos-platform" */
+  readonly project?: string;
 }
 
 /** Platform settings keys, in the order their problems are listed. */
@@ -83,19 +109,30 @@ function parse<T>(
   raw: unknown,
   problems: Problems,
 ): T | undefined {
-  const result = schema.safeParse(raw);
+  const result = schema.safeParse(raw, PARSE_OPTIONS);
   if (result.success) return result.data;
   problems.addZodIssues([key], raw, result.error.issues, KNOWN_KEYS);
   return undefined;
 }
 
+/** The keys `raw` sets, when the caller did not say which keys the stack has. */
+function keysGiven(raw: RawStackConfig): Set<string> {
+  const given = FOUNDATION_SETTINGS_KEYS.filter((key) => raw[key] !== undefined);
+  return new Set<string>([...given, ...(raw.secretKeys ?? [])]);
+}
+
 /**
  * Validates the whole stack config. Every section is checked even when another is broken, so the
- * error lists every problem at once.
+ * error lists every problem at once. Pure: callable on a stack file's values without the Pulumi
+ * runtime (see `stackFileValues`).
  * @throws StackConfigError naming each offending key.
  */
 export function validatePlatformConfig(raw: RawStackConfig, stackFile: string): PlatformSpec {
   const problems = new Problems();
+  const secretKeys = raw.secretKeys ?? new Set<string>();
+  const presentKeys = raw.presentKeys ?? keysGiven(raw);
+  checkTopLevelKeys(raw.project ?? FOUNDATION_PROJECT, presentKeys, FOUNDATION_KEYS, problems);
+  checkPlainTextCredentials(FOUNDATION_SECRET_KEYS, presentKeys, secretKeys, stackFile, problems);
   const cluster =
     raw.cluster === undefined
       ? missing("cluster", problems)
@@ -117,52 +154,96 @@ export function validatePlatformConfig(raw: RawStackConfig, stackFile: string): 
       : parse("nodes", nodesSchema, raw.nodes, problems);
   const nodes: IndexedNode[] = [];
   (rawNodes ?? []).forEach((value, index) => {
-    const result = nodeSchema.safeParse(value);
+    const result = nodeSchema.safeParse(value, PARSE_OPTIONS);
     if (result.success) nodes.push({ index, node: result.data });
     else problems.addZodIssues(["nodes", index], value, result.error.issues, KNOWN_KEYS);
   });
 
   const platformsGiven = new Set(PLATFORM_KEYS.filter((key) => raw[key] !== undefined));
-  const input = {
+  const input: RuleInput = {
     cluster,
     proxmox,
     oci,
     openstack,
     platformsGiven,
+    openbao,
     dns,
     flux,
     servicesGiven: new Set(SERVICE_KEYS.filter((key) => raw[key] !== undefined)),
-    secretKeys: raw.secretKeys ?? new Set<string>(),
+    secretKeys,
+    presentKeys,
     nodes,
     rawNodes: rawNodes ?? [],
+    raw: raw as Readonly<Record<string, unknown>>,
   };
-  for (const rule of RULES) rule(input, problems);
+  for (const rule of [...RULES, ...CHECKS]) rule(input, problems);
+
+  // Normalizing needs the cluster; cloud nodes' user-data sizes are estimated even when other
+  // sections have problems, so the report is complete.
+  const normalize = () => {
+    const context: NormalizeContext | undefined = cluster && {
+      cluster: normalizeCluster(
+        cluster,
+        nodes.map((n) => n.node),
+        oci,
+        openstack,
+      ),
+      rawCluster: cluster,
+      rawOci: oci,
+      rawOpenstack: openstack,
+      proxmox: proxmox && normalizeProxmox(proxmox),
+      oci: oci && normalizeOci(oci),
+      openstack: openstack && normalizeOpenstack(openstack),
+    };
+    const normalized = context ? normalizeNodes(nodes, context) : [];
+    const services = context && normalizeServices(context.cluster, gcp, openbao, dns, flux);
+    if (context && services)
+      checkUserDataEstimates(context.cluster, services, normalized, problems);
+    return { context, normalized, services };
+  };
+  let result: ReturnType<typeof normalize> | undefined;
+  try {
+    result = normalize();
+  } catch (error) {
+    // Normalizing a stack that has problems may trip over them; those problems are the report.
+    if (problems.all.length === 0) throw error;
+  }
   problems.throwIfAny(stackFile);
 
-  // No problems: every section parsed.
-  const context: NormalizeContext = {
-    cluster: normalizeCluster(
-      cluster!,
-      nodes.map((n) => n.node),
-    ),
-    proxmox: proxmox && normalizeProxmox(proxmox),
-    oci: oci && normalizeOci(oci),
-    openstack: openstack && normalizeOpenstack(openstack),
+  // No problems: every section parsed and every node normalized.
+  const { context, normalized, services } = result!;
+  const {
+    cluster: clusterSpec,
+    proxmox: proxmoxSpec,
+    oci: ociSpec,
+    openstack: openstackSpec,
+  } = context!;
+  return {
+    cluster: clusterSpec,
+    proxmox: proxmoxSpec,
+    oci: ociSpec,
+    openstack: openstackSpec,
+    services: services!,
+    nodes: normalized.map((node) => node!),
   };
+}
+
+/** Each node normalized, in stack order; undefined where its platform's settings are missing. */
+function normalizeNodes(
+  nodes: readonly IndexedNode[],
+  context: NormalizeContext,
+): (NodeSpec | undefined)[] {
   const pools = new Map<string, number>();
-  const spec: PlatformSpec = {
-    ...context,
-    services: normalizeServices(context.cluster, gcp, openbao, dns, flux),
-    nodes: nodes.map(({ index, node }) => {
-      const pool = `${node.platform}/${node.role}`;
-      const poolIndex = pools.get(pool) ?? 0;
-      pools.set(pool, poolIndex + 1);
-      return normalizeNode(index, node, poolIndex, context);
-    }),
-  };
-  checkUserDataEstimates(spec, problems);
-  problems.throwIfAny(stackFile);
-  return spec;
+  return nodes.map(({ index, node }) => {
+    const pool = `${node.platform}/${node.role}`;
+    const poolIndex = pools.get(pool) ?? 0;
+    pools.set(pool, poolIndex + 1);
+    const settingsMissing =
+      (node.platform === "proxmox" && (!context.proxmox || !node.network)) ||
+      (node.platform === "oci" && !context.oci) ||
+      (node.platform === "openstack" && !context.openstack);
+    return settingsMissing ? undefined : normalizeNode(index, node, poolIndex, context);
+  });
 }
 
 /** The installer reference of the longest form, standing in for the real one in size estimates. */
@@ -172,13 +253,18 @@ const INSTALLER_PLACEHOLDER = `factory.talos.dev/openstack-installer/${"0".repea
  * Cloud nodes carry their whole config as user data, which the platforms limit. The config itself is
  * generated later, so this estimates from the patches (exact check: TalosCluster, before any machine).
  */
-function checkUserDataEstimates(spec: PlatformSpec, problems: Problems): void {
-  for (const node of spec.nodes) {
-    if (node.platform !== "oci" && node.platform !== "openstack") continue;
-    const flux = spec.services.flux;
+function checkUserDataEstimates(
+  cluster: ClusterSpec,
+  services: ServicesSpec,
+  nodes: readonly (NodeSpec | undefined)[],
+  problems: Problems,
+): void {
+  for (const node of nodes) {
+    if (node?.platform !== "oci" && node?.platform !== "openstack") continue;
+    const flux = services.flux;
     const servicePatches =
       flux && node.role === "controlplane" ? [fluxHandoffPatch(flux, DEPLOY_KEY_PLACEHOLDER)] : [];
-    const patches = machinePatches(spec.cluster, node, INSTALLER_PLACEHOLDER, servicePatches);
+    const patches = machinePatches(cluster, node, INSTALLER_PLACEHOLDER, servicePatches);
     const problem = userDataProblem(node, estimatedUserDataLength(node.role, patches), true);
     if (problem) problems.addMessage(problem);
   }
@@ -200,6 +286,12 @@ function normalizeServices(
         cryptoKey: openbao.cryptoKey ?? "unseal",
         location: openbao.location ?? gcp.region,
         rotationPeriod: openbao.rotationPeriod ?? "7776000s",
+        credentials: openbao.credentials ?? "serviceAccountKey",
+        kubernetesServiceAccount: {
+          namespace: openbao.kubernetesServiceAccount?.namespace ?? "openbao",
+          name: openbao.kubernetesServiceAccount?.name ?? "openbao",
+        },
+        serviceAccountEmail: openbao.serviceAccountEmail,
       },
     dns: dns && {
       zone: dns.zone,
@@ -226,6 +318,9 @@ function normalizeServices(
 /** Settings every node's normalization may need. */
 interface NormalizeContext {
   readonly cluster: ClusterSpec;
+  readonly rawCluster: RawCluster;
+  readonly rawOci?: RawOci;
+  readonly rawOpenstack?: RawOpenstack;
   readonly proxmox?: ProxmoxSpec;
   readonly oci?: OciSpec;
   readonly openstack?: OpenstackSpec;
@@ -233,7 +328,7 @@ interface NormalizeContext {
 
 function missing(key: string, problems: Problems): undefined {
   problems.add([key], "required", {
-    hint: "See the README's configuration reference and Pulumi.staging.yaml",
+    hint: "See docs/configuration.md and Pulumi.staging.yaml",
   });
   return undefined;
 }
@@ -243,8 +338,43 @@ function patchText(patches: readonly RawPatch[] | undefined): string[] {
   return (patches ?? []).map((patch) => (typeof patch === "string" ? patch : stringify(patch)));
 }
 
-function normalizeCluster(cluster: RawCluster, nodes: readonly RawNode[]): ClusterSpec {
+/** Every site with a node: its platforms and the prefixes its nodes connect from. */
+function normalizeSites(
+  cluster: RawCluster,
+  nodes: readonly RawNode[],
+  oci: RawOci | undefined,
+  openstack: RawOpenstack | undefined,
+): Record<string, SiteSpec> {
+  const sites: Record<string, SiteSpec> = {};
+  for (const node of nodes) {
+    const name = siteOf(node, oci, openstack);
+    const given = cluster.sites?.[name]?.cidrs;
+    const known = knownSourceAddresses(node, oci);
+    const previous = sites[name];
+    const prefixes = (known ?? []).map(hostPrefix);
+    sites[name] = {
+      name,
+      platforms: [...new Set([...(previous?.platforms ?? []), node.platform])],
+      cidrs: given ?? [...(previous?.cidrs ?? []), ...prefixes],
+      controlPlaneCidrs: given ?? [
+        ...(previous?.controlPlaneCidrs ?? []),
+        ...(node.role === "controlplane" ? prefixes : []),
+      ],
+    };
+  }
+  return sites;
+}
+
+function normalizeCluster(
+  cluster: RawCluster,
+  nodes: readonly RawNode[],
+  oci: RawOci | undefined,
+  openstack: RawOpenstack | undefined,
+): ClusterSpec {
   const endpoint = (cluster.endpoint ?? cluster.vip)!;
+  const sites = normalizeSites(cluster, nodes, oci, openstack);
+  const connectivity: Connectivity =
+    Object.keys(sites).length > 1 ? cluster.network!.connectivity! : "single";
   const talosVersion = `v${parseVersion(cluster.talosVersion)!.version}`;
   const network = cluster.network ?? {};
   return {
@@ -261,6 +391,7 @@ function normalizeCluster(cluster: RawCluster, nodes: readonly RawNode[]): Clust
       schematicId: cluster.imageFactory?.schematicId,
       extensions: cluster.imageFactory?.extensions ?? [],
       platformExtensions: cluster.imageFactory?.platformExtensions ?? {},
+      architectureExtensions: cluster.imageFactory?.architectureExtensions ?? {},
       extraKernelArgs: cluster.imageFactory?.extraKernelArgs ?? [],
     },
     network: {
@@ -271,7 +402,10 @@ function normalizeCluster(cluster: RawCluster, nodes: readonly RawNode[]): Clust
       serviceSubnets: network.serviceSubnets,
       cni: network.cni ?? "flannel",
       kubeProxy: network.kubeProxy ?? true,
+      connectivity,
     },
+    sites,
+    rollout: { maxUnavailableWorkers: cluster.rollout?.maxUnavailableWorkers ?? 1 },
     allowSchedulingOnControlPlanes:
       cluster.allowSchedulingOnControlPlanes ?? nodes.every((n) => n.role === "controlplane"),
     certSANs: cluster.certSANs ?? [],
@@ -280,7 +414,7 @@ function normalizeCluster(cluster: RawCluster, nodes: readonly RawNode[]): Clust
       controlplane: patchText(cluster.patches?.controlplane),
       worker: patchText(cluster.patches?.worker),
     },
-    applyMode: cluster.applyMode ?? "auto",
+    applyMode: cluster.applyMode ?? "staged_if_needing_reboot",
     protectControlPlanes: cluster.protectControlPlanes ?? true,
     health: { enabled: cluster.health?.enabled ?? true, timeout: cluster.health?.timeout ?? "10m" },
   };
@@ -297,6 +431,11 @@ function normalizeProxmox(proxmox: RawProxmox): ProxmoxSpec {
     datastore: proxmox.datastore ?? "local-lvm",
     bridge: proxmox.bridge ?? "vmbr0",
     cpuType: proxmox.cpuType ?? "x86-64-v2-AES",
+    imageFormat: proxmox.imageFormat ?? "qcow2",
+    ssh: proxmox.ssh && { username: proxmox.ssh.username, agent: proxmox.ssh.agent ?? false },
+    sshAddresses: Object.fromEntries(
+      proxmox.hosts.flatMap((h) => (h.sshAddress ? [[h.name, h.sshAddress]] : [])),
+    ),
   };
 }
 
@@ -313,6 +452,7 @@ function normalizeOci(oci: RawOci): OciSpec {
     architecture: oci.architecture ?? (/\.A\d\./.test(shape) ? "arm64" : "amd64"),
     image: oci.image,
     assignPublicIp: oci.assignPublicIp ?? false,
+    hostnameLabel: oci.hostnameLabel ?? true,
     freeformTags: oci.freeformTags ?? {},
   };
 }
@@ -360,6 +500,8 @@ function normalizeNode(
   context: NormalizeContext,
 ): NodeSpec {
   const { cluster, proxmox, oci, openstack } = context;
+  const site = siteOf(node, context.rawOci, context.rawOpenstack);
+  const families = serviceFamilies(context.rawCluster);
   const common = {
     name: node.name,
     role: node.role,
@@ -369,6 +511,8 @@ function normalizeNode(
     architecture: node.platform === "oci" ? oci!.architecture : ("amd64" as const),
     labels: node.labels ?? {},
     patches: patchText(node.patches),
+    site,
+    resolvers: nodeResolvers(node, context.rawCluster, site),
   };
   switch (node.platform) {
     case "proxmox": {
@@ -380,6 +524,7 @@ function normalizeNode(
         platform: "proxmox",
         network,
         talosAddress: parseCidr(network.addresses[0])!.ip,
+        kubeletAddresses: kubeletAddresses(staticAddresses(node), families),
         proxmox: {
           host: vm.host,
           vmId: vm.vmId,
@@ -399,8 +544,16 @@ function normalizeNode(
         platform: "baremetal",
         network: node.network && normalizeNetwork(node.network, node.network.mac),
         talosAddress: node.baremetal.address,
+        kubeletAddresses: kubeletAddresses(
+          node.network ? staticAddresses(node) : [node.baremetal.address],
+          families,
+        ),
         baremetal: {
           address: node.baremetal.address,
+          ...(node.baremetal.maintenanceAddress &&
+          canonicalIp(node.baremetal.maintenanceAddress) !== canonicalIp(node.baremetal.address)
+            ? { maintenanceAddress: node.baremetal.maintenanceAddress }
+            : {}),
           resetOnDestroy: node.baremetal.resetOnDestroy ?? true,
         },
       };
@@ -413,7 +566,9 @@ function normalizeNode(
         platform: "oci",
         pushConfig: node.pushConfig ?? true,
         // With a public IP the Talos API is reached there, known once the instance exists.
-        declaredAddress: assignPublicIp ? undefined : settings.privateIp,
+        declaredAddress: assignPublicIp ? undefined : (settings.ipv6Address ?? settings.privateIp),
+        // The kubelet reports the VNIC's private addresses, never the (NATed) public IP.
+        declaredKubeletAddress: families[0] === 6 ? settings.ipv6Address : settings.privateIp,
         placement: placement(poolIndex, oci!.availabilityDomains, settings.availabilityDomain),
         oci: {
           shape,
@@ -423,8 +578,10 @@ function normalizeNode(
           bootVolumeGbs: settings.bootVolumeGbs ?? 50,
           subnetId: settings.subnetId ?? oci!.subnetId,
           privateIp: settings.privateIp,
-          assignIpv6: settings.assignIpv6 ?? false,
+          assignIpv6: (settings.assignIpv6 ?? false) || settings.ipv6Address !== undefined,
+          ipv6Address: settings.ipv6Address,
           assignPublicIp,
+          hostnameLabel: oci!.hostnameLabel,
           nsgIds: settings.nsgIds ?? oci!.nsgIds,
           faultDomain: settings.faultDomain,
         },
@@ -436,7 +593,11 @@ function normalizeNode(
         ...common,
         platform: "openstack",
         pushConfig: node.pushConfig ?? true,
-        declaredAddress: settings.fixedIp ?? settings.fixedIp6,
+        declaredAddress:
+          families[0] === 6
+            ? (settings.fixedIp6 ?? settings.fixedIp)
+            : (settings.fixedIp ?? settings.fixedIp6),
+        declaredKubeletAddress: families[0] === 6 ? settings.fixedIp6 : settings.fixedIp,
         placement: placement(poolIndex, openstack!.availabilityZones, settings.availabilityZone),
         openstack: {
           flavor: settings.flavor ?? openstack!.flavor,

@@ -1,6 +1,7 @@
 import * as gcp from "@pulumi/gcp";
 import * as pulumi from "@pulumi/pulumi";
 import type { GcpSpec, OpenbaoSpec } from "../config/types";
+import { jwksFromSigningKey } from "./jwks";
 
 /** Inputs of an {@link OpenbaoUnsealKey}. */
 export interface OpenbaoUnsealKeyArgs {
@@ -8,6 +9,36 @@ export interface OpenbaoUnsealKeyArgs {
   readonly settings: OpenbaoSpec;
   readonly clusterName: string;
   readonly provider: gcp.Provider;
+  /**
+   * The cluster's service-account token issuer (workloadIdentity): its URL (the API endpoint, Talos'
+   * `service-account-issuer`) and the key tokens are signed with (secret; only its public half is used).
+   */
+  readonly issuer?: { readonly url: string; readonly signingKey: pulumi.Output<string> };
+  /** The existing key file's JSON (existingKey; secret). */
+  readonly existingKey?: pulumi.Output<string>;
+}
+
+/** Where OpenBao's pod mounts its projected service-account token for GCP (workloadIdentity). */
+export const WORKLOAD_IDENTITY_TOKEN_PATH = "/var/run/secrets/openbao/gcp/token";
+
+/** A Workload Identity pool or provider ID: 4-32 lowercase letters, digits and hyphens. */
+export function workloadIdentityId(clusterName: string, suffix: string): string {
+  const id = `${clusterName}-${suffix}`.slice(0, 32).replace(/-+$/, "");
+  return id.length >= 4 ? id : `${id}-wif`;
+}
+
+/**
+ * The credential configuration OpenBao's Google client reads (GOOGLE_APPLICATION_CREDENTIALS): trade
+ * the pod's projected Kubernetes token (audience: the provider) for a federated GCP token.
+ */
+export function externalAccountCredentials(providerName: string): string {
+  return JSON.stringify({
+    type: "external_account",
+    audience: `//iam.googleapis.com/${providerName}`,
+    subject_token_type: "urn:ietf:params:oauth:token-type:jwt",
+    token_url: "https://sts.googleapis.com/v1/token",
+    credential_source: { file: WORKLOAD_IDENTITY_TOKEN_PATH, format: { type: "text" } },
+  });
 }
 
 /** What OpenBao's `seal "gcpckms"` stanza needs (credentials apart). */
@@ -32,15 +63,22 @@ export function unsealAccountId(clusterName: string): string {
 
 /**
  * The KMS key OpenBao auto-unseals with, and the identity allowed to use it: a key ring and key
- * (both protected: a key ring can never be deleted, and losing the key loses OpenBao's data), a service
- * account with exactly the roles the seal needs on that key, and its key as a secret.
+ * (both protected: a key ring can never be deleted, and losing the key loses OpenBao's data), and
+ * exactly the roles the seal needs on that key, for one of three identities (`openbao.credentials`):
+ * - `serviceAccountKey`: a service account and its key (secret) created here. Organisations with the
+ *   policy iam.disableServiceAccountKeyCreation (enforced by default since 2024) refuse the key.
+ * - `workloadIdentity`: no key at all. A Workload Identity pool trusts the cluster's service-account
+ *   tokens (issuer: the API endpoint; keys: the cluster's signing key's public half, so the issuer
+ *   need not be reachable from Google), and the roles go to OpenBao's Kubernetes service account.
+ * - `existingKey`: a key made elsewhere, from the credentials store; the roles go to its account.
  */
 export class OpenbaoUnsealKey extends pulumi.ComponentResource {
   /** Values for the seal stanza. */
   public readonly seal: pulumi.Output<SealStanza>;
-  /** The service account's JSON key (secret), for OpenBao's `credentials`. */
+  /** The JSON OpenBao authenticates with (secret): a key file, or an external-account configuration. */
   public readonly credentials: pulumi.Output<string>;
-  public readonly serviceAccountEmail: pulumi.Output<string>;
+  /** The IAM member holding the roles (`serviceAccount:…` or `principal://…`). */
+  public readonly member: pulumi.Output<string>;
 
   constructor(name: string, args: OpenbaoUnsealKeyArgs, opts?: pulumi.ComponentResourceOptions) {
     super("platform:gcp:OpenbaoUnsealKey", name, {}, opts);
@@ -63,27 +101,83 @@ export class OpenbaoUnsealKey extends pulumi.ComponentResource {
       },
       { ...resourceOpts, protect: true },
     );
-    const account = new gcp.serviceaccount.Account(
-      `${name}-account`,
-      {
-        accountId: unsealAccountId(args.clusterName),
-        displayName: `OpenBao auto-unseal (${args.clusterName})`,
-        project: args.gcp.project,
-      },
-      resourceOpts,
-    );
+
+    let credentials: pulumi.Output<string>;
+    switch (settings.credentials) {
+      case "serviceAccountKey": {
+        const account = new gcp.serviceaccount.Account(
+          `${name}-account`,
+          {
+            accountId: unsealAccountId(args.clusterName),
+            displayName: `OpenBao auto-unseal (${args.clusterName})`,
+            project: args.gcp.project,
+          },
+          resourceOpts,
+        );
+        this.member = pulumi.interpolate`serviceAccount:${account.email}`;
+        const accountKey = new gcp.serviceaccount.Key(
+          `${name}-account-key`,
+          { serviceAccountId: account.name },
+          resourceOpts,
+        );
+        // The provider hands the key file out base64-encoded; OpenBao wants the JSON itself.
+        credentials = accountKey.privateKey.apply((encoded) =>
+          Buffer.from(encoded, "base64").toString("utf8"),
+        );
+        break;
+      }
+      case "existingKey":
+        this.member = pulumi.output(`serviceAccount:${settings.serviceAccountEmail!}`);
+        credentials = required(args.existingKey, "the gcpUnsealCredentials credential");
+        break;
+      case "workloadIdentity": {
+        const issuer = required(args.issuer, "the cluster's service-account issuer");
+        const pool = new gcp.iam.WorkloadIdentityPool(
+          `${name}-pool`,
+          {
+            project: args.gcp.project,
+            workloadIdentityPoolId: workloadIdentityId(args.clusterName, "openbao"),
+            displayName: `OpenBao of ${args.clusterName}`.slice(0, 32),
+            description: `Service-account tokens of Talos cluster ${args.clusterName}`,
+          },
+          resourceOpts,
+        );
+        const { namespace, name: serviceAccount } = settings.kubernetesServiceAccount;
+        const subject = `system:serviceaccount:${namespace}:${serviceAccount}`;
+        const provider = new gcp.iam.WorkloadIdentityPoolProvider(
+          `${name}-pool-provider`,
+          {
+            project: args.gcp.project,
+            workloadIdentityPoolId: pool.workloadIdentityPoolId,
+            workloadIdentityPoolProviderId: workloadIdentityId(args.clusterName, "cluster"),
+            displayName: "Kubernetes service accounts",
+            attributeMapping: { "google.subject": "assertion.sub" },
+            // Only OpenBao's service account may exchange its token.
+            attributeCondition: `assertion.sub == "${subject}"`,
+            oidc: {
+              issuerUri: issuer.url,
+              // The public half only: no secret leaves the cluster's PKI.
+              jwksJson: pulumi.unsecret(issuer.signingKey.apply(jwksFromSigningKey)),
+            },
+          },
+          resourceOpts,
+        );
+        this.member = pulumi.interpolate`principal://iam.googleapis.com/${pool.name}/subject/${subject}`;
+        credentials = provider.name.apply(externalAccountCredentials);
+        break;
+      }
+      default: {
+        const unhandled: never = settings.credentials;
+        throw new Error(`unknown openbao.credentials ${JSON.stringify(unhandled)}`);
+      }
+    }
     for (const role of UNSEAL_ROLES) {
       new gcp.kms.CryptoKeyIAMMember(
         `${name}-${role.split(".").pop()!.toLowerCase()}`,
-        { cryptoKeyId: key.id, role, member: pulumi.interpolate`serviceAccount:${account.email}` },
+        { cryptoKeyId: key.id, role, member: this.member },
         resourceOpts,
       );
     }
-    const accountKey = new gcp.serviceaccount.Key(
-      `${name}-account-key`,
-      { serviceAccountId: account.name },
-      resourceOpts,
-    );
 
     this.seal = pulumi.output({
       project: args.gcp.project,
@@ -91,11 +185,13 @@ export class OpenbaoUnsealKey extends pulumi.ComponentResource {
       key_ring: settings.keyRing,
       crypto_key: settings.cryptoKey,
     });
-    // The provider hands the key file out base64-encoded; OpenBao wants the JSON itself.
-    this.credentials = pulumi.secret(
-      accountKey.privateKey.apply((encoded) => Buffer.from(encoded, "base64").toString("utf8")),
-    );
-    this.serviceAccountEmail = account.email;
-    this.registerOutputs({ seal: this.seal, credentials: this.credentials });
+    this.credentials = pulumi.secret(credentials);
+    this.registerOutputs({ seal: this.seal, credentials: this.credentials, member: this.member });
   }
+}
+
+function required<T>(value: T | undefined, what: string): T {
+  if (value === undefined)
+    throw new Error(`${what} is required (validation should have caught this)`);
+  return value;
 }

@@ -16,7 +16,25 @@ export interface StateBucketArgs {
     readonly cryptoKey: string;
     readonly location: string;
   };
+  /**
+   * IAM principals of CI (`serviceAccount:ci@<project>.iam.gserviceaccount.com`): object admin on the
+   * bucket (state, and the lock objects even a preview writes) and encrypter/decrypter on the key.
+   */
+  readonly ciMembers?: readonly string[];
   readonly provider: gcp.Provider;
+}
+
+/** The roles CI needs to run the app layer against this bucket and key. */
+export const CI_BUCKET_ROLE = "roles/storage.objectAdmin";
+export const CI_KEY_ROLE = "roles/cloudkms.cryptoKeyEncrypterDecrypter";
+
+/** A resource-name-safe form of an IAM principal. */
+function memberSlug(member: string): string {
+  return member
+    .replace(/^[a-zA-Z]+:/, "")
+    .replace(/@.*$/, "")
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-");
 }
 
 /**
@@ -54,6 +72,13 @@ export class StateBucket extends pulumi.ComponentResource {
       { ...resourceOpts, protect: true },
     );
     this.backendUrl = pulumi.interpolate`gs://${bucket.name}`;
+    for (const member of args.ciMembers ?? []) {
+      new gcp.storage.BucketIAMMember(
+        `${name}-ci-${memberSlug(member)}-objects`,
+        { bucket: bucket.name, role: CI_BUCKET_ROLE, member },
+        resourceOpts,
+      );
+    }
 
     if (args.secretsKey) {
       const { keyRing, cryptoKey, location } = args.secretsKey;
@@ -74,6 +99,13 @@ export class StateBucket extends pulumi.ComponentResource {
       );
       // key.id is projects/P/locations/L/keyRings/R/cryptoKeys/K, the form gcpkms:// takes.
       this.secretsProvider = pulumi.interpolate`gcpkms://${key.id}`;
+      for (const member of args.ciMembers ?? []) {
+        new gcp.kms.CryptoKeyIAMMember(
+          `${name}-ci-${memberSlug(member)}-secrets`,
+          { cryptoKeyId: key.id, role: CI_KEY_ROLE, member },
+          resourceOpts,
+        );
+      }
     }
     this.registerOutputs({ backendUrl: this.backendUrl, secretsProvider: this.secretsProvider });
   }

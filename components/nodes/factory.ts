@@ -12,7 +12,12 @@ import { ProxmoxPlatform } from "./proxmox/platform";
 
 /** Per-platform connection settings; a platform is only touched when a node runs on it. */
 export interface PlatformSettings {
-  readonly proxmox?: { readonly settings: ProxmoxSpec; readonly apiToken?: pulumi.Output<string> };
+  readonly proxmox?: {
+    readonly settings: ProxmoxSpec;
+    readonly apiToken?: pulumi.Output<string>;
+    /** The SSH key for proxmox.ssh without the agent (secret). */
+    readonly sshPrivateKey?: pulumi.Output<string>;
+  };
   readonly oci?: OciSpec;
   readonly openstack?: OpenstackSpec;
   /** The OCI API signing key (secret); else the provider's own sources. */
@@ -58,7 +63,6 @@ export class MachineFactory {
           {
             node,
             platform: this.proxmoxPlatform(),
-            nameservers: this.cluster.network.nameservers,
             guestAgent: hasGuestAgent(this.cluster.imageFactory, "proxmox"),
             clusterName,
             protect,
@@ -108,6 +112,7 @@ export class MachineFactory {
       {
         settings: proxmox.settings,
         apiToken: proxmox.apiToken,
+        sshPrivateKey: proxmox.sshPrivateKey,
         clusterName: this.cluster.name,
         talosVersion: this.cluster.talosVersion,
         image: this.images.forPlatform("proxmox"),
@@ -141,6 +146,12 @@ export class MachineFactory {
     const controlPlaneHere = this.nodes.some(
       (n) => n.platform === "openstack" && n.role === "controlplane",
     );
+    const hereSites = new Set(
+      this.nodes.filter((n) => n.platform === "openstack").map((n) => n.site),
+    );
+    const otherSites = Object.values(this.cluster.sites).filter(
+      (site) => !hereSites.has(site.name),
+    );
     this.openstack ??= new OpenstackPlatform(
       `${this.cluster.name}-openstack`,
       {
@@ -149,6 +160,9 @@ export class MachineFactory {
         talosVersion: this.cluster.talosVersion,
         image: this.images.forPlatform("openstack"),
         vip: controlPlaneHere ? this.cluster.vip : undefined,
+        network: this.cluster.network,
+        otherSites,
+        controlPlanesHere: controlPlaneHere,
         applicationCredentialSecret: this.settings.openstackApplicationCredentialSecret,
       },
       { parent: this.parent },

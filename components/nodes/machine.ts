@@ -12,8 +12,16 @@ export interface OnDestroyAction {
 
 /** How a node receives its machine configuration. */
 export type ConfigDelivery =
-  /** Pushed to the node's Talos API (maintenance mode on first apply). */
-  | { readonly kind: "push"; readonly onDestroy?: OnDestroyAction }
+  /**
+   * Pushed to the node's Talos API (maintenance mode on first apply). With `installAddress` the first
+   * push goes there (the address the node has in maintenance mode) and every later one to its
+   * configured address.
+   */
+  | {
+      readonly kind: "push";
+      readonly onDestroy?: OnDestroyAction;
+      readonly installAddress?: string;
+    }
   /** Handed to the machine at creation (cloud user data); later changes pushed when it is reachable. */
   | { readonly kind: "userData"; readonly pushChanges: boolean };
 
@@ -21,6 +29,12 @@ export type ConfigDelivery =
 export interface TalosMachine extends pulumi.ComponentResource {
   /** Where the node's Talos API answers (port 50000); for some cloud nodes known only once they exist. */
   readonly talosAddress: pulumi.Input<string>;
+  /**
+   * The address its kubelet reports as its node IP (primary service family): health checks find the
+   * node in Kubernetes by it, and control planes reach the node there. Not always `talosAddress`:
+   * an OCI instance is reached on its public IP but reports its private one.
+   */
+  readonly kubeletAddress: pulumi.Input<string>;
   readonly delivery: ConfigDelivery;
 }
 

@@ -42,6 +42,13 @@ export class TalosCluster extends pulumi.ComponentResource {
   public readonly controlPlanes: pulumi.Output<AddressesByName>;
   /** Worker Talos API addresses by node name. */
   public readonly workers: pulumi.Output<AddressesByName>;
+  /** The address each node's kubelet reports (health checks find nodes by it), by node name. */
+  public readonly kubeletAddresses: pulumi.Output<AddressesByName>;
+  /**
+   * How `up` applied each pushed node's config (`auto`: live; `staged`: waiting for a reboot, which
+   * `rollout` does node by node), by node name.
+   */
+  public readonly applyModes: pulumi.Output<Record<string, string>>;
   /** Admin kubeconfig (secret). */
   public readonly kubeconfig: pulumi.Output<string>;
   /** The Kubernetes API's CA certificate (PEM; public), for clients such as OpenBao's Kubernetes auth. */
@@ -58,6 +65,8 @@ export class TalosCluster extends pulumi.ComponentResource {
   public readonly health?: pulumi.Output<talos.cluster.GetHealthResult>;
   /** The machine secrets resource (protected). */
   public readonly secrets: talos.machine.Secrets;
+  /** The key the API server signs service-account tokens with (secret; Workload Identity uses its public half). */
+  public readonly serviceAccountSigningKey: pulumi.Output<string>;
 
   constructor(name: string, args: TalosClusterArgs, opts?: pulumi.ComponentResourceOptions) {
     super("platform:talos:Cluster", name, {}, opts);
@@ -76,6 +85,9 @@ export class TalosCluster extends pulumi.ComponentResource {
       },
     );
     const machineSecrets = machineSecretsInput(this.secrets.machineSecrets);
+    this.serviceAccountSigningKey = pulumi.secret(
+      this.secrets.machineSecrets.certs.k8sServiceaccount.key,
+    );
     const client = clientCredentials(this.secrets.clientConfiguration);
 
     const images = new ImageCatalog(name, cluster.talosVersion, cluster.imageFactory, this);
@@ -161,16 +173,19 @@ export class TalosCluster extends pulumi.ComponentResource {
     const cpAddresses = controlPlanes.map((m) => m.machine.talosAddress);
     const workerAddresses = workers.map((m) => m.machine.talosAddress);
 
-    // Only on `up`: a preview must work while the cluster is down.
+    // Only on `up`: a preview must work while the cluster is down. Talos' check finds each node in
+    // Kubernetes by the IPs given ("can't find expected node with IPs") and reaches it from the
+    // endpoints' control plane there: the kubelet's addresses; the workstation reaches the endpoints.
     if (cluster.health.enabled && !pulumi.runtime.isDryRun()) {
       this.health = talos.cluster.getHealthOutput(
         {
           clientConfiguration: client,
-          controlPlaneNodes: cpAddresses,
-          workerNodes: workerAddresses,
+          controlPlaneNodes: controlPlanes.map((m) => m.machine.kubeletAddress),
+          workerNodes: workers.map((m) => m.machine.kubeletAddress),
           endpoints: cpAddresses,
-          // Without a CNI (Cilium arrives later through Flux) nodes stay NotReady: check Talos and etcd only.
-          skipKubernetesChecks: cluster.network.cni === "none",
+          // With a CNI the program does not install (Cilium, or none) nodes may stay NotReady until it
+          // arrives: check Talos and etcd only.
+          skipKubernetesChecks: cluster.network.cni !== "flannel",
           timeouts: { read: cluster.health.timeout },
         },
         { parent: this, dependsOn: [bootstrap, ...members.map(configured)] },
@@ -192,6 +207,16 @@ export class TalosCluster extends pulumi.ComponentResource {
     this.endpoint = pulumi.output(cluster.endpointUrl);
     this.controlPlanes = addressesByName(controlPlanes);
     this.workers = addressesByName(workers);
+    this.kubeletAddresses = pulumi
+      .all(members.map((m) => pulumi.all([m.node.name, m.machine.kubeletAddress])))
+      .apply((pairs) => Object.fromEntries(pairs));
+    this.applyModes = pulumi
+      .all(
+        members
+          .filter((m) => m.apply)
+          .map((m) => pulumi.all([m.node.name, m.apply!.resolvedApplyMode])),
+      )
+      .apply((pairs) => Object.fromEntries(pairs));
     this.kubeconfig = pulumi.secret(kubeconfig.kubeconfigRaw);
     // A CA certificate is public; unsecret it so the app layer can read it without the kubeconfig.
     this.kubernetesCaCertificate = pulumi.unsecret(
@@ -223,6 +248,8 @@ export class TalosCluster extends pulumi.ComponentResource {
       endpoint: this.endpoint,
       controlPlanes: this.controlPlanes,
       workers: this.workers,
+      kubeletAddresses: this.kubeletAddresses,
+      applyModes: this.applyModes,
       kubeconfig: this.kubeconfig,
       kubernetesCaCertificate: this.kubernetesCaCertificate,
       talosconfig: this.talosconfig,
@@ -236,6 +263,12 @@ export class TalosCluster extends pulumi.ComponentResource {
   /**
    * Pushes a node's config to its Talos API when the node takes it that way: always for pushed
    * nodes (first install included), and for user-data nodes the later changes, when reachable.
+   *
+   * Every node's apply is independent of the others' (first creation stays parallel), and none may
+   * reboot a running node: `cluster.applyMode` (default `staged_if_needing_reboot`, validated) stages
+   * a change that needs a reboot, and `rollout` reboots staged nodes one at a time. On a new node in
+   * maintenance mode every mode but `staged` applies at once (Talos turns auto and reboot into
+   * no-reboot there), which is why `staged` is refused.
    */
   private pushConfig(
     name: string,
@@ -247,18 +280,49 @@ export class TalosCluster extends pulumi.ComponentResource {
   ): talos.machine.ConfigurationApply | undefined {
     const delivery = machine.delivery;
     let onDestroy: OnDestroyAction | undefined;
+    let installAddress: string | undefined;
     switch (delivery.kind) {
       case "userData":
         if (!delivery.pushChanges) return undefined;
         break;
       case "push":
         onDestroy = delivery.onDestroy;
+        installAddress = delivery.installAddress;
         break;
       default: {
         const unhandled: never = delivery;
         throw new Error(`unknown delivery ${JSON.stringify(unhandled)}`);
       }
     }
+    // A node whose maintenance-mode address is not its configured one gets its first config there,
+    // once: later changes to this resource are ignored, and every later push (and the health check,
+    // and talosconfig) uses the configured address.
+    const install =
+      installAddress === undefined
+        ? undefined
+        : new talos.machine.ConfigurationApply(
+            `${name}-${node.name}-install`,
+            {
+              node: installAddress,
+              clientConfiguration: client,
+              machineConfigurationInput: machineConfiguration,
+              // In maintenance mode no_reboot applies at once; on a running node it never reboots.
+              applyMode: "no_reboot",
+              timeouts: { create: "10m" },
+            },
+            {
+              parent: this,
+              dependsOn: [machine],
+              ignoreChanges: [
+                "node",
+                "endpoint",
+                "clientConfiguration",
+                "machineConfigurationInput",
+                "applyMode",
+                "timeouts",
+              ],
+            },
+          );
     return new talos.machine.ConfigurationApply(
       `${name}-${node.name}-config`,
       {
@@ -267,11 +331,12 @@ export class TalosCluster extends pulumi.ComponentResource {
         machineConfigurationInput: machineConfiguration,
         applyMode: cluster.applyMode,
         ...(onDestroy ? { onDestroy } : {}),
-        timeouts: { create: "10m", update: "10m", delete: "5m" },
+        // After an install push the node installs and reboots before it answers at its address.
+        timeouts: { create: install ? "30m" : "10m", update: "10m", delete: "5m" },
       },
       {
         parent: this,
-        dependsOn: [machine],
+        dependsOn: install ? [install] : [machine],
         // Removing a control plane whose removal resets it must be a deliberate act.
         protect:
           node.role === "controlplane" && cluster.protectControlPlanes && onDestroy?.reset === true,

@@ -3,7 +3,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as talos from "@pulumiverse/talos";
 import { stringify } from "yaml";
-import type { ImageFactorySpec } from "../config/types";
+import type { Architecture, ImageFactorySpec } from "../config/types";
 import type { Platform } from "../config/schema";
 
 /** The schematic of the plain Talos image (no extensions, no kernel args). */
@@ -18,11 +18,31 @@ export const IMAGE_PLATFORM: Readonly<Record<Platform, string>> = {
   openstack: "openstack",
 };
 
-/** The schematic YAML for a platform, or undefined when the vanilla (or a named) schematic will do. */
-export function schematicYaml(factory: ImageFactorySpec, platform: Platform): string | undefined {
-  const extensions = [
-    ...new Set([...factory.extensions, ...(factory.platformExtensions[platform] ?? [])]),
+/** The Image Factory serves images and installers here (the provider's default). */
+export const IMAGE_FACTORY_URL = "https://factory.talos.dev";
+
+/** The extensions of one platform's image for one architecture: global, per platform, per architecture. */
+export function imageExtensions(
+  factory: ImageFactorySpec,
+  platform: Platform,
+  architecture: Architecture,
+): string[] {
+  return [
+    ...new Set([
+      ...factory.extensions,
+      ...(factory.platformExtensions[platform] ?? []),
+      ...(factory.architectureExtensions[architecture] ?? []),
+    ]),
   ].sort();
+}
+
+/** The schematic YAML for a platform and architecture, or undefined when the vanilla (or a named) schematic will do. */
+export function schematicYaml(
+  factory: ImageFactorySpec,
+  platform: Platform,
+  architecture: Architecture = "amd64",
+): string | undefined {
+  const extensions = imageExtensions(factory, platform, architecture);
   if (extensions.length === 0 && factory.extraKernelArgs.length === 0) return undefined;
   return stringify({
     customization: {
@@ -34,11 +54,24 @@ export function schematicYaml(factory: ImageFactorySpec, platform: Platform): st
   });
 }
 
-/** True when a platform's image carries the QEMU guest agent (so the VM may enable its agent channel). */
+/** True when a platform's amd64 image carries the QEMU guest agent (so the VM may enable its agent channel). */
 export function hasGuestAgent(factory: ImageFactorySpec, platform: Platform): boolean {
-  return [...factory.extensions, ...(factory.platformExtensions[platform] ?? [])].includes(
-    "siderolabs/qemu-guest-agent",
-  );
+  return imageExtensions(factory, platform, "amd64").includes("siderolabs/qemu-guest-agent");
+}
+
+/**
+ * A disk image's URL on the Image Factory: `<platform>-<arch>.<format>`, the format being the disk
+ * format and, after it, the compression (`raw`, `qcow2`, `raw.xz`, `raw.zst`, `raw.gz`): the
+ * Factory builds exactly the file named, so the name asked for is the format received.
+ */
+export function diskImageUrl(
+  schematicId: string,
+  talosVersion: string,
+  platform: string,
+  architecture: Architecture,
+  format: string,
+): string {
+  return `${IMAGE_FACTORY_URL}/image/${schematicId}/${talosVersion}/${platform}-${architecture}.${format}`;
 }
 
 /** A platform's image: its schematic and the Image Factory URLs for the cluster's Talos version. */
@@ -49,7 +82,7 @@ export interface PlatformImage {
 
 /** Resolves each platform's image once, registering schematics as children of `parent`. */
 export class ImageCatalog {
-  private readonly schematics = new Map<Platform, pulumi.Output<string>>();
+  private readonly schematics = new Map<string, pulumi.Output<string>>();
   private readonly images = new Map<string, PlatformImage>();
 
   constructor(
@@ -60,11 +93,11 @@ export class ImageCatalog {
   ) {}
 
   /** The image nodes of `platform` boot and install, for one CPU architecture. */
-  forPlatform(platform: Platform, architecture: "amd64" | "arm64" = "amd64"): PlatformImage {
+  forPlatform(platform: Platform, architecture: Architecture = "amd64"): PlatformImage {
     const key = `${platform}/${architecture}`;
     const known = this.images.get(key);
     if (known) return known;
-    const schematicId = this.schematicFor(platform);
+    const schematicId = this.schematicFor(platform, architecture);
     const urls = talos.imagefactory.getUrlsOutput(
       {
         schematicId,
@@ -79,19 +112,24 @@ export class ImageCatalog {
     return image;
   }
 
-  /** One schematic per platform, whatever the architecture (schematics are architecture-neutral). */
-  private schematicFor(platform: Platform): pulumi.Output<string> {
-    const known = this.schematics.get(platform);
+  /**
+   * One schematic per platform and architecture, since extensions may be architecture-specific
+   * (microcode is x86 only). amd64 keeps the platform's plain name.
+   */
+  private schematicFor(platform: Platform, architecture: Architecture): pulumi.Output<string> {
+    const key = `${platform}/${architecture}`;
+    const known = this.schematics.get(key);
     if (known) return known;
-    const yaml = schematicYaml(this.factory, platform);
+    const yaml = schematicYaml(this.factory, platform, architecture);
+    const suffix = architecture === "amd64" ? "" : `-${architecture}`;
     const id = yaml
       ? new talos.imagefactory.Schematic(
-          `${this.clusterName}-schematic-${platform}`,
+          `${this.clusterName}-schematic-${platform}${suffix}`,
           { schematic: yaml },
           { parent: this.parent },
         ).id
       : pulumi.output(this.factory.schematicId ?? VANILLA_SCHEMATIC_ID);
-    this.schematics.set(platform, id);
+    this.schematics.set(key, id);
     return id;
   }
 }

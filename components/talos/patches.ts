@@ -2,7 +2,8 @@
 // network document); renderPatches turns a list into the YAML strings `getConfiguration` takes.
 // Pure: no resources, no Outputs.
 import { stringify } from "yaml";
-import type { ClusterSpec, NodeNetworkSpec, NodeSpec } from "../config/types";
+import { hostPrefix } from "../config/sites";
+import type { ClusterSpec, NodeNetworkSpec, NodeResolvers, NodeSpec } from "../config/types";
 
 /** One config document or v1alpha1 fragment. */
 export type ConfigDocument = Record<string, unknown>;
@@ -83,12 +84,12 @@ export function certSansPatch(sans: readonly string[]): ConfigDocument {
   return { machine: { certSANs: [...sans] }, cluster: { apiServer: { certSANs: [...sans] } } };
 }
 
-/** CNI, kube-proxy and subnets. `cni: none` + kube-proxy off is the shape Cilium wants. */
+/** CNI, kube-proxy and subnets. Talos runs no CNI for `cilium` (installed by you) or `none`. */
 export function clusterNetworkPatch(network: ClusterSpec["network"]): ConfigDocument {
   return {
     cluster: {
       network: {
-        cni: { name: network.cni },
+        cni: { name: network.cni === "flannel" ? "flannel" : "none" },
         ...(network.podSubnets ? { podSubnets: [...network.podSubnets] } : {}),
         ...(network.serviceSubnets ? { serviceSubnets: [...network.serviceSubnets] } : {}),
       },
@@ -114,17 +115,74 @@ export function clusterSans(cluster: ClusterSpec): string[] {
   ];
 }
 
-/** Documents every node of the cluster gets, before role or node specifics. */
-export function clusterDocuments(cluster: ClusterSpec): ConfigDocument[] {
-  const { nameservers, searchDomains, ntpServers } = cluster.network;
+/**
+ * KubeSpan: a WireGuard mesh between every node (UDP 51820), peers found through Talos' discovery
+ * service, so nodes at different sites reach each other's addresses without routes between them.
+ */
+export function kubeSpanDocuments(): ConfigDocument[] {
   return [
-    certSansPatch(clusterSans(cluster)),
-    clusterNetworkPatch(cluster.network),
+    doc("KubeSpanConfig", { enabled: true }),
+    // KubeSpan finds its peers through cluster discovery (on by default; stated, not assumed).
+    { cluster: { discovery: { enabled: true } } },
+  ];
+}
+
+/** Pins the node IPs the kubelet reports (the health check finds nodes by them). */
+export function kubeletNodeIpPatch(addresses: readonly string[]): ConfigDocument {
+  return { machine: { kubelet: { nodeIP: { validSubnets: addresses.map(hostPrefix) } } } };
+}
+
+/**
+ * The user volume `data`: the node's whole extra disk (OpenStack's data volume), formatted by Talos
+ * and mounted at /var/mnt/data. `disk` volumes take no sizes (a `partition` would need a minSize).
+ */
+export function dataVolumeDocument(): ConfigDocument {
+  return doc("UserVolumeConfig", {
+    name: DATA_VOLUME_NAME,
+    volumeType: "disk",
+    provisioning: { diskSelector: { match: "!system_disk" } },
+  });
+}
+
+/** The name of the user volume on a node's extra data disk (mounted at /var/mnt/<name>). */
+export const DATA_VOLUME_NAME = "data";
+
+/** A node's resolver and time documents; none where it keeps the platform's or Talos' defaults. */
+export function resolverDocuments(resolvers: NodeResolvers): ConfigDocument[] {
+  const { nameservers, searchDomains, ntpServers } = resolvers;
+  return [
     ...(nameservers.length + searchDomains.length > 0
       ? [resolverDocument(nameservers, searchDomains)]
       : []),
     ...(ntpServers.length > 0 ? [timeSyncDocument(ntpServers)] : []),
   ];
+}
+
+/** Documents every node of the cluster gets, before role or node specifics. */
+export function clusterDocuments(cluster: ClusterSpec): ConfigDocument[] {
+  return [
+    certSansPatch(clusterSans(cluster)),
+    clusterNetworkPatch(cluster.network),
+    ...(cluster.network.connectivity === "kubespan" ? kubeSpanDocuments() : []),
+  ];
+}
+
+/** True when the kubelet's node IPs must be pinned: more than one address, or SLAAC/DHCP extras. */
+function pinsKubeletAddresses(node: NodeSpec): boolean {
+  switch (node.platform) {
+    case "proxmox":
+      return node.network.addresses.length > 1;
+    case "baremetal":
+      // A bare-metal NIC may also carry SLAAC or DHCP addresses the kubelet could pick instead.
+      return true;
+    case "oci":
+    case "openstack":
+      return false;
+    default: {
+      const unhandled: never = node;
+      throw new Error(`no kubelet rule for ${JSON.stringify(unhandled)}`);
+    }
+  }
 }
 
 /** The node's primary link, when its config names it: the documents that set it up, and its name. */
@@ -163,7 +221,18 @@ export function nodeDocuments(
   const documents: ConfigDocument[] = [
     hostnameDocument(node.name),
     installPatch(node.installDisk, installerImage),
+    ...resolverDocuments(node.resolvers),
   ];
+  if (
+    (node.platform === "proxmox" || node.platform === "baremetal") &&
+    pinsKubeletAddresses(node) &&
+    node.kubeletAddresses.length > 0
+  ) {
+    documents.push(kubeletNodeIpPatch(node.kubeletAddresses));
+  }
+  if (node.platform === "openstack" && node.openstack.dataVolumeSize !== undefined) {
+    documents.push(dataVolumeDocument());
+  }
   if (node.role === "controlplane")
     documents.push(schedulingPatch(cluster.allowSchedulingOnControlPlanes));
   if (Object.keys(node.labels).length > 0) documents.push(nodeLabelsPatch(node.labels));

@@ -3,6 +3,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { parse } from "yaml";
 import { SUMMARY_MARKER } from "../../automation/summary";
+import { CI_WORKFLOWS, ciEnvironments } from "../../components/app/openbao";
 import { ROOT } from "./helpers";
 
 interface CustomManager {
@@ -22,10 +23,18 @@ interface Step {
   with?: Record<string, string>;
 }
 
+interface Job {
+  steps: Step[];
+  permissions?: Record<string, string>;
+  environment?: string;
+  env?: Record<string, string>;
+  strategy?: { "fail-fast"?: boolean; "max-parallel"?: number; matrix?: { env?: string[] } };
+}
+
 interface Workflow {
   on: Record<string, unknown>;
   permissions?: Record<string, string>;
-  jobs: Record<string, { steps: Step[]; permissions?: Record<string, string> }>;
+  jobs: Record<string, Job>;
 }
 
 const renovate = JSON.parse(fs.readFileSync(path.join(ROOT, "renovate.json"), "utf8")) as {
@@ -133,23 +142,105 @@ describe("GitHub Actions workflows", () => {
 
   it("preview the app layer for staging and prod into one summary, noting a missing app/Pulumi.yaml", () => {
     const runs = allRuns(pr);
-    assert.match(runs, /for env in staging prod; do/);
+    assert.deepEqual(pr.jobs.preview.strategy?.matrix?.env, ["staging", "prod"]);
     assert.match(
       runs,
-      /npm run --silent platform -- preview "\$env" --layer app --summary preview\.md --skip-missing-layer/,
+      /npm run --silent platform -- preview "\$\{\{ matrix\.env \}\}" --layer app --summary preview\.md --skip-missing-layer/,
     );
     assert.doesNotMatch(runs, /--layer (foundation|all)|platform -- (up|destroy)/);
+    // Both environments, even when the first fails; one at a time, as both update one comment,
+    // each starting from the comment's sections.
+    assert.equal(pr.jobs.preview.strategy?.["fail-fast"], false);
+    assert.equal(pr.jobs.preview.strategy?.["max-parallel"], 1);
+    const steps = pr.jobs.preview.steps;
+    const start = steps.findIndex((st) => st.with?.script?.includes('writeFileSync("preview.md"'));
+    const preview = steps.findIndex((st) => st.run?.includes("platform -- preview"));
+    assert.ok(start >= 0 && start < preview, "the previous comment is the summary's start");
   });
 
-  it("log the app layer into OpenBao with the job's OIDC token, never a stored token", () => {
+  it("log into OpenBao with the job's OIDC token, fetched by the CLI right before each run, never a stored token", () => {
     for (const job of [pr.jobs.preview, main.jobs.deploy]) {
-      assert.equal((job as any).permissions?.["id-token"], "write");
-      const oidc = job.steps.find((s) => s.with?.script?.includes("getIDToken"));
-      assert.match(oidc?.with?.script ?? "", /core\.getIDToken\("openbao"\)/);
-      assert.match(oidc?.with?.script ?? "", /core\.setSecret\(token\)/);
-      assert.match(oidc?.with?.script ?? "", /exportVariable\("OPENBAO_JWT", token\)/);
+      assert.equal(job.permissions?.["id-token"], "write");
+      // A token fetched in an earlier step would be stale by the second environment.
+      assert.ok(!job.steps.some((st) => st.with?.script?.includes("getIDToken")));
     }
-    assert.doesNotMatch(JSON.stringify(pr) + JSON.stringify(main), /OPENBAO_TOKEN/);
+    assert.doesNotMatch(JSON.stringify(pr) + JSON.stringify(main), /OPENBAO_TOKEN|OPENBAO_JWT/);
+  });
+
+  it("keep every secret in a GitHub environment, the ones OpenBao's CI roles are bound to", () => {
+    const drift = workflow("drift.yml");
+    for (const [file, w] of [
+      ["pull-request.yml", pr],
+      ["main.yml", main],
+      ["drift.yml", drift],
+    ] as const) {
+      for (const [name, job] of Object.entries(w.jobs)) {
+        if (!JSON.stringify(job).includes("secrets.")) continue;
+        assert.ok(job.environment, `${file} ${name} reads secrets, so it runs in an environment`);
+      }
+    }
+    assert.ok(!JSON.stringify(pr.jobs.test).includes("secrets."));
+    // components/app/openbao.ts binds ci-preview to preview-<stack> and pull-request.yml, ci-apply
+    // to <stack> and main.yml on the main branch.
+    for (const env of ["staging", "prod"]) {
+      const expand = (template?: string) => template?.replace("${{ matrix.env }}", env);
+      assert.equal(expand(pr.jobs.preview.environment), ciEnvironments(env).preview);
+      assert.equal(expand(main.jobs.deploy.environment), ciEnvironments(env).apply);
+    }
+    for (const file of Object.values(CI_WORKFLOWS)) assert.ok(fs.existsSync(path.join(ROOT, file)));
+    assert.deepEqual(Object.keys(main.on), ["push"]);
+    assert.deepEqual(Object.keys(pr.on), ["pull_request"], "never pull_request_target");
+  });
+
+  it("skip, with a notice rather than a red job, the previews of pull requests that get no secrets", () => {
+    const job = pr.jobs.preview;
+    assert.equal(
+      job.env?.TRUSTED,
+      "${{ github.event.pull_request.head.repo.full_name == github.repository && github.actor != 'dependabot[bot]' }}",
+    );
+    const [skip, ...rest] = job.steps;
+    assert.equal(skip.if, "env.TRUSTED != 'true'");
+    assert.match(skip.run ?? "", /::notice title=Preview skipped::/);
+    assert.match(skip.run ?? "", />> "\$GITHUB_STEP_SUMMARY"/);
+    for (const step of rest) {
+      assert.match(step.if ?? "", /env\.TRUSTED == 'true'/, step.name ?? step.uses);
+    }
+  });
+
+  it("never give the drift check an empty passphrase: the stacks it reads use the KMS key", () => {
+    const drift = workflow("drift.yml");
+    assert.doesNotMatch(JSON.stringify(drift), /PULUMI_CONFIG_PASSPHRASE/);
+    for (const env of drift.jobs.drift.strategy?.matrix?.env ?? []) {
+      const stack = parse(fs.readFileSync(path.join(ROOT, `Pulumi.${env}.yaml`), "utf8"));
+      assert.match(stack.secretsprovider, /^gcpkms:\/\//, env);
+      assert.match(stack.config["talos-platform:backend"], /^gs:\/\//, env);
+    }
+  });
+
+  it("find every stack CI reads on the bootstrap layer's bucket, encrypted with its key", () => {
+    const bootstrap = parse(
+      fs.readFileSync(path.join(ROOT, "bootstrap", "Pulumi.shared.yaml"), "utf8"),
+    ).config;
+    const bucket = `gs://${bootstrap["talos-platform-bootstrap:stateBucket"].name}`;
+    const { keyRing, cryptoKey } = bootstrap["talos-platform-bootstrap:secretsKey"];
+    const project = bootstrap["talos-platform-bootstrap:gcp"].project;
+    for (const [file, key] of [
+      ["Pulumi.staging.yaml", "talos-platform:backend"],
+      ["Pulumi.prod.yaml", "talos-platform:backend"],
+      ["app/Pulumi.staging.yaml", "talos-platform-app:backend"],
+      ["app/Pulumi.prod.yaml", "talos-platform-app:backend"],
+    ]) {
+      const stack = parse(fs.readFileSync(path.join(ROOT, file), "utf8"));
+      assert.equal(stack.config[key], bucket, file);
+      assert.match(
+        stack.secretsprovider,
+        new RegExp(
+          `^gcpkms://projects/${project}/locations/[^/]+/keyRings/${keyRing}/cryptoKeys/${cryptoKey}$`,
+        ),
+        file,
+      );
+    }
+    assert.ok(bootstrap["talos-platform-bootstrap:ciMembers"].length > 0, "CI may use them");
   });
 
   it("post the summary as one pull-request comment, found again by its hidden marker and updated", () => {

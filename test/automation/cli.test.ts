@@ -98,6 +98,34 @@ describe("platform CLI: parsing and dispatch", () => {
     assert.equal(ctx.workspaces.calls.length, 0);
   });
 
+  it("refuses a stack file named .yml, which Pulumi would ignore, naming the rename", async () => {
+    const root = makeRepo({
+      foundation: { project: "talos-platform", stacks: { prod: "config: {}\n" } },
+      app: { project: "talos-platform-app", stacks: {} },
+    });
+    fs.writeFileSync(path.join(root, "Pulumi.staging.yml"), "config: {}\n");
+    fs.writeFileSync(path.join(root, "app", "Pulumi.staging.yml"), "config: {}\n");
+    for (const args of [
+      ["up", "staging"],
+      ["preview", "staging", "--layer", "all"],
+    ]) {
+      const ctx = testContext({ repoRoot: root });
+      assert.equal(await runCli(args, ctx), ExitCode.usage, args.join(" "));
+      assert.equal(
+        ctx.stderr.text.trim(),
+        'Pulumi.staging.yml: Pulumi ignores stack files named .yml: it reads Pulumi.<env>.yaml, after the project\'s Pulumi.yaml; got "Pulumi.staging.yml". Rename it to Pulumi.staging.yaml (merge it into that file if both exist)',
+      );
+      assert.equal(ctx.workspaces.calls.length, 0);
+    }
+    const stacks = testContext({ repoRoot: root });
+    assert.equal(await runCli(["stacks", "--layer", "all"], stacks), ExitCode.ok);
+    assert.match(
+      stacks.stdout.text,
+      /^ {2}Pulumi\.staging\.yml: ignored by Pulumi \(it reads \.yaml\); rename it to \.yaml$/m,
+    );
+    assert.doesNotMatch(stacks.stdout.text, /^ {2}staging /m, "not listed as an environment");
+  });
+
   it("names the folder when a layer has no Pulumi.yaml", async () => {
     const root = makeRepo();
     const ctx = testContext({ repoRoot: root });

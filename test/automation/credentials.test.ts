@@ -1,16 +1,15 @@
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { type BwsRunner, listBitwardenSecrets, parseSecretList } from "../../automation/bitwarden";
 import { runCli } from "../../automation/cli";
 import { CREDENTIALS, resolveCredentials } from "../../automation/credentials";
 import { APP_SECRET_KEYS } from "../../components/config/app";
+import { BOOTSTRAP_SECRET_KEYS } from "../../components/config/bootstrap";
 import { FOUNDATION_SECRET_KEYS } from "../../components/config/load";
 import { ExitCode, UserError } from "../../automation/errors";
 import { resolveLayer, readStackFile } from "../../automation/layers";
-import { withSecretConfig } from "../../automation/workspace";
-import { cleanupRepos, makeRepo, testContext } from "./helpers";
+import { ROOT, cleanupRepos, makeRepo, testContext } from "./helpers";
 
 /** A foundation stack that needs the Proxmox token and the Flux deploy key. */
 const NEEDY_STACK = [
@@ -64,7 +63,7 @@ describe("credentials", () => {
       { PROXMOX_VE_API_TOKEN: "from-env", FLUX_DEPLOY_KEY: "key-from-env" },
       new Map([["proxmox-api-token", "from-bitwarden"]]),
     );
-    assert.deepEqual(resolved.secretConfig, {
+    assert.deepEqual(resolved.runSecrets, {
       "talos-platform:proxmoxApiToken": "from-bitwarden",
       "talos-platform:fluxDeployKey": "key-from-env",
     });
@@ -102,7 +101,7 @@ describe("credentials", () => {
       env: {},
       bitwarden: undefined,
     });
-    assert.deepEqual(resolved.secretConfig, {});
+    assert.deepEqual(resolved.runSecrets, {});
     assert.deepEqual(resolved.sources, { proxmoxApiToken: "stack", fluxDeployKey: "stack" });
   });
 
@@ -115,6 +114,28 @@ describe("credentials", () => {
       CREDENTIALS.app.map((c) => c.configKey),
       [...APP_SECRET_KEYS],
     );
+    assert.deepEqual(
+      CREDENTIALS.bootstrap.map((c) => c.configKey),
+      [...BOOTSTRAP_SECRET_KEYS],
+    );
+  });
+
+  it("has the programs read every credential through getCredential, so the run's values reach them", () => {
+    const dir = path.join(ROOT, "components", "config");
+    const sources = fs
+      .readdirSync(dir)
+      .filter((f) => f.endsWith(".ts") && f !== "runSecrets.ts")
+      .map((f) => fs.readFileSync(path.join(dir, f), "utf8"))
+      .join("\n");
+    // A plain getSecret would miss what the CLI hands over in the engine's environment.
+    assert.doesNotMatch(sources, /\.getSecret\(/);
+    for (const credential of Object.values(CREDENTIALS).flat()) {
+      assert.match(
+        sources,
+        new RegExp(`getCredential\\(\\s*config,\\s*"${credential.configKey}"`),
+        credential.configKey,
+      );
+    }
   });
 
   it("declares the foundation's credentials, none of them from OpenBao", () => {
@@ -130,6 +151,8 @@ describe("credentials", () => {
           "openstack-application-credential-secret",
           "OS_APPLICATION_CREDENTIAL_SECRET",
         ],
+        ["proxmoxSshPrivateKey", "proxmox-ssh-private-key", "PROXMOX_VE_SSH_PRIVATE_KEY"],
+        ["gcpUnsealCredentials", "gcp-unseal-credentials", "GCP_UNSEAL_CREDENTIALS"],
       ],
     );
     assert.ok(
@@ -194,7 +217,7 @@ describe("credentials", () => {
   });
 
   describe("in a run", () => {
-    it("asks Bitwarden once, hands the values to the stack as secret config and prints only names", async () => {
+    it("asks Bitwarden once, hands the values to the run (not the stack file) and prints only names", async () => {
       const repo = makeRepo({
         foundation: { project: "talos-platform", stacks: { staging: NEEDY_STACK } },
       });
@@ -206,7 +229,7 @@ describe("credentials", () => {
       assert.equal(await runCli(["up", "staging"], ctx), ExitCode.ok);
       assert.equal(bws.calls.length, 1);
       const [open] = ctx.workspaces.callsOf("openStack");
-      assert.deepEqual(open.request.secretConfig, {
+      assert.deepEqual(open.request.runSecrets, {
         "talos-platform:proxmoxApiToken": "pve-FAKE-SECRET",
         "talos-platform:fluxDeployKey": "flux-FAKE-SECRET",
       });
@@ -218,6 +241,33 @@ describe("credentials", () => {
       assert.doesNotMatch(printed, /FAKE-SECRET/);
     });
 
+    it("hands a GCP key from Bitwarden to the engine (gs://, gcpkms://) for operations and outputs alike", async () => {
+      const repo = makeRepo({
+        foundation: { project: "talos-platform", stacks: { staging: "config: {}\n" } },
+      });
+      const bws = fakeBws({ "gcp-credentials": '{"private_key":"FAKE-SECRET"}' });
+      for (const args of [
+        ["preview", "staging"],
+        ["outputs", "staging"],
+      ]) {
+        const ctx = testContext({ repoRoot: repo, env: { BWS_ACCESS_TOKEN: "0.t" }, bws });
+        assert.equal(await runCli(args, ctx), ExitCode.ok, args[0]);
+        const [open] = ctx.workspaces.callsOf("openStack");
+        assert.equal(open.request.envVars.GOOGLE_CREDENTIALS, '{"private_key":"FAKE-SECRET"}');
+      }
+      // A key already in the environment is inherited by the engine as it is.
+      const fromEnv = testContext({
+        repoRoot: repo,
+        env: { BWS_ACCESS_TOKEN: "0.t", GOOGLE_CREDENTIALS: "{}" },
+        bws,
+      });
+      await runCli(["preview", "staging"], fromEnv);
+      assert.equal(
+        fromEnv.workspaces.callsOf("openStack")[0].request.envVars.GOOGLE_CREDENTIALS,
+        undefined,
+      );
+    });
+
     it("refuses before any engine work when a required credential is missing", async () => {
       const repo = makeRepo({
         foundation: { project: "talos-platform", stacks: { staging: NEEDY_STACK } },
@@ -227,47 +277,6 @@ describe("credentials", () => {
       assert.match(ctx.stderr.text, /missing credentials proxmoxApiToken, fluxDeployKey/);
       assert.equal(ctx.workspaces.callsOf("openStack").length, 0);
       assert.equal(ctx.workspaces.callsOf("operation").length, 0);
-    });
-  });
-
-  describe("secret config for one run", () => {
-    it("sets the values as secrets and restores the stack file byte for byte", async () => {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "secret-config-"));
-      const file = path.join(dir, "Pulumi.staging.yaml");
-      const original = "# comment kept\nconfig:\n  talos-platform:cluster: {name: x}\n";
-      fs.writeFileSync(file, original);
-      const calls: unknown[] = [];
-      const stack = {
-        setAllConfig: async (config: unknown) => {
-          calls.push(config);
-          fs.appendFileSync(file, "  talos-platform:proxmoxApiToken:\n    secure: v1:cipher\n");
-        },
-      };
-      const seen = await withSecretConfig(
-        stack as any,
-        { "talos-platform:proxmoxApiToken": "t" },
-        file,
-        async () => fs.readFileSync(file, "utf8"),
-      );
-      assert.match(seen, /secure: v1:cipher/, "the engine sees the secret during the run");
-      assert.deepEqual(calls, [{ "talos-platform:proxmoxApiToken": { value: "t", secret: true } }]);
-      assert.equal(fs.readFileSync(file, "utf8"), original);
-      fs.rmSync(dir, { recursive: true, force: true });
-    });
-
-    it("restores the file even when the operation fails", async () => {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "secret-config-"));
-      const file = path.join(dir, "Pulumi.staging.yaml");
-      fs.writeFileSync(file, "config: {}\n");
-      const stack = { setAllConfig: async () => fs.appendFileSync(file, "x: 1\n") };
-      await assert.rejects(
-        withSecretConfig(stack as any, { "a:b": "c" }, file, async () => {
-          throw new Error("engine failed");
-        }),
-        /engine failed/,
-      );
-      assert.equal(fs.readFileSync(file, "utf8"), "config: {}\n");
-      fs.rmSync(dir, { recursive: true, force: true });
     });
   });
 });
@@ -307,9 +316,12 @@ describe("up runs the config part of preflight first", () => {
     );
   });
 
-  it("notes a Talos version the nodes may not run yet, and goes ahead", async () => {
+  it("notes a Talos version the nodes may not run yet, and goes ahead while configContract stays", async () => {
     const repo = makeRepo({
-      foundation: { project: "talos-platform", stacks: { staging: stack("v1.14.0", "1.36.3") } },
+      foundation: {
+        project: "talos-platform",
+        stacks: { staging: `${stack("v1.14.0", "1.36.3")}    configContract: v1.13.9\n` },
+      },
     });
     const ctx = testContext({ repoRoot: repo });
     ctx.workspaces.outputs = {

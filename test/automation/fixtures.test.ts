@@ -66,7 +66,7 @@ function checkMetadata(where: string, metadata: StepEventMetadata): void {
 describe("recorded engine events", () => {
   it("are present for previews and updates", () => {
     assert.deepEqual(fixtures.sort(), [
-      "preview-bootstrap-prod",
+      "preview-bootstrap-shared",
       "preview-foundation-prod-protected",
       "preview-foundation-staging",
       "up-foundation-staging",
@@ -123,6 +123,81 @@ describe("recorded engine events", () => {
       );
     });
   }
+
+  // What the engine's JSON encoding does that a hand-built event easily gets wrong
+  // (sdk/go/common/apitype/events.go; pkg/engine/lifecycletest/testdata/output/*/eventstream.json).
+  for (const fixture of fixtures) {
+    it(`${fixture} is shaped as the engine encodes events`, () => {
+      for (const [index, event] of loadEngineEvents(fixture).entries()) {
+        const where = `${fixture}[${index}]`;
+        const metadata = (event.resourcePreEvent ?? event.resOutputsEvent ?? event.resOpFailedEvent)
+          ?.metadata as unknown as Record<string, unknown> | undefined;
+        if (metadata) {
+          // `old`, `new` and `detailedDiff` are always there, null when empty.
+          for (const key of ["old", "new", "detailedDiff"])
+            assert.ok(key in metadata, `${where}: ${key}`);
+          if (metadata.op === "delete-replaced") assert.equal(metadata.new, null, `${where}: new`);
+          for (const state of [metadata.old, metadata.new] as Record<string, unknown>[]) {
+            // `custom`, `protect`, `delete`… are omitted when false.
+            for (const flag of [
+              "custom",
+              "protect",
+              "delete",
+              "taint",
+              "external",
+              "retainOnDelete",
+            ]) {
+              assert.notEqual(state?.[flag], false, `${where}: ${flag}: false is never sent`);
+            }
+          }
+        }
+        const diagnostic = event.diagnosticEvent;
+        if (
+          diagnostic &&
+          /^(update|preview) (failed|canceled)$/.test(plainMessage(diagnostic.message))
+        ) {
+          assert.equal(diagnostic.urn, undefined, `${where}: the run's result has no URN`);
+        }
+        if (diagnostic?.severity === "error" || diagnostic?.severity === "warning") {
+          assert.match(diagnostic.prefix ?? "", /^<\{%fg [13]%\}>(error|warning): <\{%reset%\}>$/);
+        }
+        if (event.summaryEvent) {
+          const summary = event.summaryEvent as unknown as Record<string, unknown>;
+          assert.deepEqual(Object.keys(summary), [
+            "maybeCorrupt",
+            "durationSeconds",
+            "resourceChanges",
+            "PolicyPacks",
+            "isPreview",
+            "result",
+          ]);
+          assert.equal(summary.isPreview, fixture.startsWith("preview-"), where);
+          assert.ok(["succeeded", "failed", "canceled"].includes(summary.result as string));
+        }
+      }
+    });
+  }
+
+  it("name resources the way this repository's programs do", () => {
+    const urns = new Set(
+      loadEngineEvents("preview-bootstrap-shared").flatMap((e) => {
+        const metadata = e.resourcePreEvent?.metadata;
+        return metadata ? [metadata.urn] : [];
+      }),
+    );
+    // components/bootstrap.ts: provider bootstrap-gcp, StateBucket "state" and its children.
+    for (const urn of urns) {
+      assert.match(urn, /^urn:pulumi:shared::talos-platform-bootstrap::/);
+    }
+    assert.ok(
+      urns.has("urn:pulumi:shared::talos-platform-bootstrap::pulumi:providers:gcp::bootstrap-gcp"),
+    );
+    assert.ok(
+      urns.has(
+        "urn:pulumi:shared::talos-platform-bootstrap::platform:gcp:StateBucket$gcp:storage/bucket:Bucket::state-bucket",
+      ),
+    );
+  });
 
   it("keep secret inputs blinded as the engine sends them", () => {
     const text = fs.readFileSync(

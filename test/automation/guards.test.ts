@@ -4,6 +4,8 @@ import * as path from "node:path";
 import { runCli } from "../../automation/cli";
 import { ExitCode } from "../../automation/errors";
 import { checkGuards, isCi } from "../../automation/guards";
+import { readSections } from "../../automation/summary";
+import { StackNotFoundError } from "@pulumi/pulumi/automation";
 import { cleanupRepos, makeRepo, testContext } from "./helpers";
 
 const withApp = () =>
@@ -11,6 +13,19 @@ const withApp = () =>
     app: {
       project: "talos-platform-app",
       stacks: { staging: "config: {}\n", prod: "config: {}\n" },
+    },
+  });
+
+/** A stack file naming a shared backend, as a CI runner needs. */
+const SHARED = (project: string) => `config:\n  ${project}:backend: gs://example-state\n`;
+/** CI with the passphrase of the shared backend's stacks. */
+const CI_SHARED = { CI: "true", PULUMI_CONFIG_PASSPHRASE: "test-passphrase" };
+const sharedRepo = () =>
+  makeRepo({
+    foundation: { project: "talos-platform", stacks: { staging: SHARED("talos-platform") } },
+    app: {
+      project: "talos-platform-app",
+      stacks: { staging: SHARED("talos-platform-app"), prod: SHARED("talos-platform-app") },
     },
   });
 
@@ -57,7 +72,7 @@ describe("guard rails", () => {
 
   it("lets CI preview and refresh the foundation layer", async () => {
     for (const command of ["preview", "refresh"]) {
-      const ctx = testContext({ repoRoot: makeRepo(), env: { CI: "true" } });
+      const ctx = testContext({ repoRoot: sharedRepo(), env: CI_SHARED });
       assert.equal(await runCli([command, "staging"], ctx), ExitCode.ok, command);
       assert.deepEqual(
         ctx.workspaces.callsOf("operation").map((c) => c.operation),
@@ -66,10 +81,90 @@ describe("guard rails", () => {
     }
   });
 
-  it("lets CI up the app layer", async () => {
-    const ctx = testContext({ repoRoot: withApp(), env: { CI: "true" } });
+  it("lets CI up the app layer on a shared backend", async () => {
+    const ctx = testContext({ repoRoot: sharedRepo(), env: CI_SHARED });
     assert.equal(await runCli(["up", "staging", "--layer", "app"], ctx), ExitCode.ok);
     assert.equal(ctx.workspaces.callsOf("operation").length, 1);
+  });
+
+  it("refuses up, refresh and destroy in CI on the embedded backend, a folder the runner throws away", async () => {
+    for (const command of ["up", "refresh", "destroy"]) {
+      const root = withApp();
+      const ctx = testContext({ repoRoot: root, env: { CI: "true" } });
+      assert.equal(
+        await runCli([command, "staging", "--layer", "app"], ctx),
+        ExitCode.refused,
+        command,
+      );
+      assert.equal(
+        ctx.stderr.text.trim(),
+        `${command} app/staging: the embedded backend is an empty folder on a CI runner: the state would start empty and be lost with the runner; ` +
+          `got "file://${root}/.pulumi-state". Name the stack's backend (talos-platform-app:backend in its stack file, e.g. the bootstrap layer's gs:// bucket) or set PULUMI_BACKEND_URL`,
+      );
+      assert.equal(ctx.workspaces.calls.length, 0, "refused before the Pulumi CLI is looked for");
+    }
+  });
+
+  it("refuses up in CI for a KMS stack file without its encryptedkey, which would re-key the state on every run", async () => {
+    const kms = "gcpkms://projects/p/locations/l/keyRings/r/cryptoKeys/k";
+    const stack = (key: string) =>
+      `secretsprovider: ${kms}\n${key}config:\n  talos-platform-app:backend: gs://example-state\n`;
+    const repo = (key: string) =>
+      makeRepo({ app: { project: "talos-platform-app", stacks: { prod: stack(key) } } });
+    const refused = testContext({ repoRoot: repo(""), env: { CI: "true" } });
+    assert.equal(await runCli(["up", "prod", "--layer", "app"], refused), ExitCode.refused);
+    assert.match(
+      refused.stderr.text,
+      /^up app\/prod: the stack file names a KMS secrets provider but no encryptedkey: on a runner the engine would mint a new data key on every run and re-key the state; got "gcpkms:\/\/projects\/p\/locations\/l\/keyRings\/r\/cryptoKeys\/k"\. Run `npm run platform -- preview prod --layer app` once from a workstation: the engine writes encryptedkey into the stack file; commit that line/,
+    );
+    assert.equal(refused.workspaces.calls.length, 0);
+    const committed = testContext({
+      repoRoot: repo("encryptedkey: CiQAbc==\n"),
+      env: { CI: "true" },
+    });
+    assert.equal(await runCli(["up", "prod", "--layer", "app"], committed), ExitCode.ok);
+    const workstation = testContext({ repoRoot: repo(""), env: {} });
+    assert.equal(await runCli(["up", "prod", "--layer", "app"], workstation), ExitCode.ok);
+  });
+
+  it("refuses an empty PULUMI_CONFIG_PASSPHRASE in CI: a workflow secret that does not exist", async () => {
+    const ctx = testContext({
+      repoRoot: sharedRepo(),
+      env: { CI: "true", PULUMI_CONFIG_PASSPHRASE: "" },
+    });
+    assert.equal(await runCli(["preview", "staging", "--layer", "app"], ctx), ExitCode.usage);
+    assert.match(
+      ctx.stderr.text,
+      /^secrets: PULUMI_CONFIG_PASSPHRASE is set but empty \(in CI: a secret that does not exist\); got ""\./,
+    );
+    assert.equal(ctx.workspaces.callsOf("openStack").length, 0);
+  });
+
+  it("never creates a stack for a preview in CI; a stack the backend does not have yet is skipped with the reason", async () => {
+    const root = sharedRepo();
+    const ctx = testContext({ repoRoot: root, env: CI_SHARED });
+    // What LocalWorkspace.selectStack rejects with (errors.js: createCommandError).
+    ctx.workspaces.openError = new (StackNotFoundError as unknown as new (m: string) => Error)(
+      "code: 255\n stdout: \n stderr: error: no stack named 'prod' found\n err?: \n",
+    );
+    const summary = path.join(root, "preview.md");
+    assert.equal(
+      await runCli(["preview", "prod", "--layer", "app", "--summary", summary], ctx),
+      ExitCode.ok,
+    );
+    const [open] = ctx.workspaces.callsOf("openStack");
+    assert.equal(open.request.create, false);
+    assert.match(
+      ctx.stdout.text,
+      /preview app\/prod: skipped; the stack does not exist on gs:\/\/example-state yet, and a preview in CI does not create it/,
+    );
+    assert.deepEqual(
+      readSections(fs.readFileSync(summary, "utf8")).map((s) => `${s.layer}/${s.env} ${s.status}`),
+      ["app/prod skipped"],
+    );
+    const workstation = testContext({ repoRoot: root, env: { PULUMI_CONFIG_PASSPHRASE: "p" } });
+    await runCli(["preview", "prod", "--layer", "app"], workstation);
+    assert.equal(workstation.workspaces.callsOf("openStack")[0].request.create, true);
   });
 
   it("with --layer all in CI, refuses before any layer runs", async () => {

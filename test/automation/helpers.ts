@@ -12,6 +12,7 @@ import type {
   OpenStackRequest,
   OperationOptions,
   StackOperations,
+  StateResource,
   WorkspaceFactory,
 } from "../../automation/workspace";
 
@@ -67,7 +68,8 @@ export type FakeCall =
       readonly diff: boolean;
       readonly signal: boolean;
     }
-  | { readonly kind: "outputs"; readonly workDir: string; readonly stackName: string };
+  | { readonly kind: "outputs"; readonly workDir: string; readonly stackName: string }
+  | { readonly kind: "stateResources"; readonly workDir: string; readonly stackName: string };
 
 /** A workspace factory that records every call and plays scripted runs. */
 export class FakeWorkspaces implements WorkspaceFactory {
@@ -79,6 +81,8 @@ export class FakeWorkspaces implements WorkspaceFactory {
   /** Scripted runs by operation; a missing one succeeds with no events. */
   runs: Partial<Record<Operation, ScriptedRun>> = {};
   outputs: OutputMap = {};
+  /** The resources `pulumi stack export` would list. */
+  state: StateResource[] = [];
   /** Runs a callback while an operation is under way (to observe locks, files). */
   during?: (operation: Operation) => void;
 
@@ -119,6 +123,14 @@ export class FakeWorkspaces implements WorkspaceFactory {
           stackName: request.stackName,
         });
         return this.outputs;
+      },
+      stateResources: async () => {
+        this.calls.push({
+          kind: "stateResources",
+          workDir: request.workDir,
+          stackName: request.stackName,
+        });
+        return this.state;
       },
     };
   }

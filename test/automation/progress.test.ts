@@ -79,7 +79,7 @@ describe("progress view", () => {
           "[0:40] created staging-stg-worker-1-vm (proxmoxve:index/vmLegacy:VmLegacy) in 36s",
           "[0:41] creating staging-stg-worker-1-config (talos:machine/configurationApply:ConfigurationApply)",
           "[0:53] created staging-stg-worker-1-config (talos:machine/configurationApply:ConfigurationApply) in 12s",
-          "up foundation/staging: done in 53s; 3 created, 1 updated, 4 unchanged",
+          "up foundation/staging: done in 53s; 3 created, 1 updated, 3 unchanged",
           "",
         ].join("\n"),
       );
@@ -96,7 +96,7 @@ describe("progress view", () => {
       assert.doesNotMatch(out.text, /update failed/, "the engine's generic last line adds nothing");
       assert.equal(
         summary,
-        "up foundation/staging: failed after 1m12s; 1 failed resource; 2 created, 1 updated, 4 unchanged",
+        "up foundation/staging: failed after 1m12s; 1 failed resource; 2 created, 1 updated, 3 unchanged",
       );
       assert.ok(!out.text.includes("<{%"), "colour directives stripped");
       assert.deepEqual(
@@ -127,7 +127,7 @@ describe("progress view", () => {
       );
       assert.match(
         out.text,
-        /preview foundation\/staging: done in 4s; 3 to create, 2 to update, 1 to replace, 4 unchanged\n$/,
+        /preview foundation\/staging: done in 4s; 3 to create, 2 to update, 1 to replace, 3 unchanged\n$/,
       );
     });
 
@@ -148,7 +148,7 @@ describe("progress view", () => {
       const { out, events } = play("up-foundation-staging", "live", { stopAfter: 11 });
       assert.equal(events[10].diagnosticEvent?.ephemeral, true, "a provider status line");
       assert.deepEqual(screen(out.text), [
-        "⠋ up foundation/staging  2/7 resources  5s",
+        "⠋ up foundation/staging  1/6 resources  5s",
         "  creating staging-stg-worker-1-vm (proxmoxve:index/vmLegacy:VmLegacy)  1s",
         "  updating staging-stg-cp-1-config (talos:machine/configurationApply:ConfigurationApply)  0s",
       ]);
@@ -158,7 +158,7 @@ describe("progress view", () => {
       const { renderer, out, clock } = play("up-foundation-staging", "live", { stopAfter: 12 });
       assert.deepEqual(screen(out.text), [
         "updated staging-stg-cp-1-config (talos:machine/configurationApply:ConfigurationApply) in 7s",
-        "⠋ up foundation/staging  3/7 resources  12s",
+        "⠋ up foundation/staging  2/6 resources  12s",
         "  creating staging-stg-worker-1-vm (proxmoxve:index/vmLegacy:VmLegacy)  8s",
       ]);
       const before = out.text.length;
@@ -166,7 +166,7 @@ describe("progress view", () => {
       renderer.redraw();
       assert.ok(out.text.slice(before).startsWith(`${ESC}2F${ESC}J`), "the old block is erased");
       assert.deepEqual(screen(out.text).slice(1), [
-        "⠋ up foundation/staging  3/7 resources  42s",
+        "⠋ up foundation/staging  2/6 resources  42s",
         "  creating staging-stg-worker-1-vm (proxmoxve:index/vmLegacy:VmLegacy)  38s",
       ]);
     });
@@ -178,7 +178,7 @@ describe("progress view", () => {
         "updated staging-stg-cp-1-config (talos:machine/configurationApply:ConfigurationApply) in 7s",
         "created staging-stg-worker-1-vm (proxmoxve:index/vmLegacy:VmLegacy) in 36s",
         "created staging-stg-worker-1-config (talos:machine/configurationApply:ConfigurationApply) in 12s",
-        "up foundation/staging: done in 53s; 3 created, 1 updated, 4 unchanged",
+        "up foundation/staging: done in 53s; 3 created, 1 updated, 3 unchanged",
       ]);
     });
 
@@ -200,19 +200,34 @@ describe("progress view", () => {
         target: "foundation/prod",
       });
       for (let i = 1; i <= 7; i++) {
-        const urn = `urn:pulumi:prod::talos-platform::proxmoxve:index/vmLegacy:VmLegacy::vm-${i}`;
-        const event: EngineEvent = {
+        const type = "proxmoxve:index/vmLegacy:VmLegacy";
+        const urn = `urn:pulumi:prod::talos-platform::${type}::vm-${i}`;
+        // A create as the engine sends it: `old` null, `new` with `custom` (events.go).
+        const event = {
           sequence: i,
           timestamp: 1,
           resourcePreEvent: {
             metadata: {
               op: "create",
               urn,
-              type: "proxmoxve:index/vmLegacy:VmLegacy",
+              type,
+              old: null,
+              new: {
+                type,
+                urn,
+                custom: true,
+                id: "",
+                parent: "",
+                inputs: {},
+                outputs: {},
+                provider: "",
+              },
+              detailedDiff: null,
+              logical: true,
               provider: "",
             },
           },
-        };
+        } as unknown as EngineEvent;
         renderer.onEvent(event);
         clock.advance(1000);
       }

@@ -48,7 +48,6 @@ describe("preview summary for pull requests", () => {
     for (const [layer, env, fixture] of [
       ["foundation", "staging", "preview-foundation-staging"],
       ["foundation", "prod", "preview-foundation-prod-protected"],
-      ["bootstrap", "prod", "preview-bootstrap-prod"],
     ]) {
       assert.deepEqual(section(layer, env, fixture).counts, engineCounts(fixture), fixture);
     }
@@ -96,19 +95,22 @@ describe("preview summary for pull requests", () => {
     assert.match(markdown, /^\| delete \| `prod-prod-worker-2-vm` \|/m);
   });
 
-  it("calls out replacing the state bucket and deleting the KMS key and key ring", () => {
-    const s = section("bootstrap", "prod", "preview-bootstrap-prod");
+  it("calls out replacing the state bucket and deleting the KMS key and key ring, which the engine refuses", () => {
+    const s = section("bootstrap", "shared", "preview-bootstrap-shared", false);
     assert.deepEqual(
-      s.critical.map((c) => `${c.kind} ${c.type} ${c.name}`),
+      s.critical.map((c) => `${c.kind} ${c.type} ${c.name}: ${c.reason}`),
       [
-        "replace gcp:storage/bucket:Bucket pulumi-state",
-        "delete gcp:kms/cryptoKey:CryptoKey pulumi-secrets",
-        "delete gcp:kms/keyRing:KeyRing platform",
+        "replace gcp:storage/bucket:Bucket state-bucket: protected; a state bucket: it holds the Pulumi state of the other layers; the engine refuses to replace it, so the preview fails",
+        "delete gcp:kms/cryptoKey:CryptoKey state-secrets-key: protected; a KMS key: the stack secrets encrypted with it become unreadable; the engine refuses to delete it, so the preview fails",
+        "delete gcp:kms/keyRing:KeyRing state-secrets-key-ring: protected; a KMS key ring: the keys in it and what they encrypt go with it; the engine refuses to delete it, so the preview fails",
       ],
     );
+    // The planned deletes are listed although the engine refuses them (its own counts leave out
+    // failed steps); the default-free explicit provider and the component are not changes.
+    assert.deepEqual(s.counts, { create: 1, update: 0, replace: 1, delete: 2 });
     assert.match(
       renderSummary([s]),
-      /^\| bootstrap \| prod \| 1 \| 0 \| 1 \| 2 \| \*\*3 critical\*\* \|$/m,
+      /^\| bootstrap \| shared \| 1 \| 0 \| 1 \| 2 \| \*\*failed\*\* \|$/m,
     );
   });
 

@@ -19,6 +19,8 @@ export interface FakeNode {
   role: "controlplane" | "worker";
   version: string;
   kubelet: string;
+  /** The kubelet image as the node's KubeletSpec shows it; default `ghcr.io/siderolabs/kubelet:v<kubelet>`. */
+  kubeletImage?: string;
   config: string;
   up: boolean;
   etcd?: ServiceStatus;
@@ -82,6 +84,7 @@ export class FakeTalos implements TalosClient {
       config: n.config ?? `version: v1alpha1\nmachine:\n  type: ${n.role}\n`,
       up: n.up ?? true,
       ...(n.etcd ? { etcd: n.etcd } : {}),
+      ...(n.kubeletImage ? { kubeletImage: n.kubeletImage } : {}),
     }));
     this.members = this.nodes
       .filter((n) => n.role === "controlplane")
@@ -147,18 +150,51 @@ export class FakeTalos implements TalosClient {
     return n.config;
   }
 
+  /** Every health check, in order, with the wait it was given. */
+  readonly healthChecks: HealthCheck[] = [];
+
+  /**
+   * What `talosctl health` would report failing now, as its check and error (the check names are
+   * talosctl v1.13's): a node that is down, or the scripted failure; undefined when healthy.
+   */
+  healthProblem(): { check: string; reason: string } | undefined {
+    const down = this.nodes.filter((n) => !n.up);
+    const cpDown = down.filter((n) => n.role === "controlplane");
+    if (cpDown.length > 0) {
+      return {
+        check: "etcd to be healthy",
+        reason: `${cpDown.map((n) => n.address).join(", ")}: rpc error: code = Unavailable desc = connection refused`,
+      };
+    }
+    if (down.length > 0) {
+      return {
+        check: "all k8s nodes to report ready",
+        reason: `some nodes are not ready: [${down.map((n) => n.name).join(" ")}]`,
+      };
+    }
+    const failAfter = this.healthFailsAfter;
+    if (failAfter === true) {
+      return { check: "all k8s nodes to report ready", reason: "some nodes are not ready: [w-1]" };
+    }
+    if (
+      typeof failAfter === "string" &&
+      this.log.some((l) => l.startsWith(`upgrade ${failAfter} `))
+    ) {
+      return {
+        check: "all k8s nodes to report ready",
+        reason: `some nodes are not ready: [${failAfter}]`,
+      };
+    }
+    return undefined;
+  }
+
   async health(check: HealthCheck): Promise<void> {
     this.log.push(`health via ${this.node(check.via).name}`);
+    this.healthChecks.push(check);
     const down = this.nodes.filter((n) => !n.up);
     if (down.length > 0)
       throw new Error(`waiting for ${down.map((n) => n.name).join(", ")}: timeout`);
-    const failAfter = this.healthFailsAfter;
-    if (
-      failAfter === true ||
-      (typeof failAfter === "string" && this.log.some((l) => l.startsWith(`upgrade ${failAfter} `)))
-    ) {
-      throw new Error("healthcheck error: all k8s nodes are not ready");
-    }
+    if (this.healthProblem()) throw new Error("healthcheck error: all k8s nodes are not ready");
   }
 
   async etcdMembers(via: string): Promise<EtcdMember[]> {
@@ -197,7 +233,12 @@ export class FakeTalos implements TalosClient {
     if (behaviour === "ok") n.version = imageTag(image)!;
   }
 
-  async upgradeKubernetes(via: string, to: string, dryRun: boolean): Promise<string> {
+  async upgradeKubernetes(
+    via: string,
+    to: string,
+    dryRun: boolean,
+    _timeoutMs: number,
+  ): Promise<string> {
     const n = this.reach(via);
     this.log.push(`upgrade-k8s via ${n.name} --to ${to}${dryRun ? " --dry-run" : ""}`);
     if (this.kubernetesFails === (dryRun ? "dry-run" : "real")) {
@@ -205,7 +246,10 @@ export class FakeTalos implements TalosClient {
     }
     if (dryRun)
       return `automatically detected the lowest Kubernetes version 1.36.3\nchecking for removed Kubernetes component flags\nupdating "kube-apiserver" to version "${to}"\n`;
-    for (const node of this.nodes) node.kubelet = to;
+    for (const node of this.nodes) {
+      node.kubelet = to;
+      delete node.kubeletImage;
+    }
     return "";
   }
 

@@ -3,9 +3,11 @@
 import type { OutputMap } from "@pulumi/pulumi/automation";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import type { DayTwoContext, DayTwoDeps } from "../../automation/dayTwo/deps";
+import { type DayTwoContext, type DayTwoDeps, progressSink } from "../../automation/dayTwo/deps";
+import { TalosctlClient } from "../../automation/dayTwo/talosctl";
 import { makeRepo, testContext } from "../automation/helpers";
 import { FakeClock, type FakeNode, FakeTalos } from "./fakeTalos";
+import { type TalosctlCall, fakeTalosctl } from "./fakeTalosctl";
 
 /** The schematic of the fixture's installer images. */
 export const SCHEMATIC = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515";
@@ -73,6 +75,7 @@ export function foundationOutputs(
     },
     talosVersion: { value: versions.talos, secret: false },
     kubernetesVersion: { value: versions.kubernetes, secret: false },
+    configContract: { value: versions.talos, secret: false },
     configHashes: { value: {}, secret: false },
     machineConfigurations: {
       value: Object.fromEntries(
@@ -108,6 +111,8 @@ export interface DayTwoFixture {
   readonly questions: string[];
   /** The answers the fake operator gives, in order (default: yes). */
   readonly answers: boolean[];
+  /** With `talosctl: true`, every talosctl run the real client made. */
+  readonly talosctlCalls: TalosctlCall[];
 }
 
 /** A repository, a deployed fixture cluster with nodes matching the stack, and a context over both. */
@@ -117,6 +122,11 @@ export function dayTwoFixture(
     stack?: string;
     outputs?: OutputMap;
     fake?: (nodes: typeof NODES, clock: FakeClock) => FakeTalos;
+    /**
+     * Run the real talosctl client over a talosctl that answers from the fake cluster in talosctl's
+     * own output formats (argument lists and parsers included), instead of the fake client.
+     */
+    talosctl?: boolean;
   } = {},
 ): DayTwoFixture {
   const nodes = options.nodes ?? NODES;
@@ -136,8 +146,19 @@ export function dayTwoFixture(
   const questions: string[] = [];
   const answers: boolean[] = [];
   const tmpDir = fs.mkdtempSync(path.join(root, "tmp-"));
+  const base = testContext({ repoRoot: root, clock: () => clock.now() });
+  const talosctl = fakeTalosctl(talos);
   const deps: Partial<DayTwoDeps> = {
-    talos: talos.factory,
+    talos: options.talosctl
+      ? (connection) => {
+          talos.connections.push(connection);
+          return new TalosctlClient({
+            connection,
+            run: talosctl.run,
+            progress: progressSink(base),
+          });
+        }
+      : talos.factory,
     clock,
     confirm: async (question) => {
       questions.push(question);
@@ -145,7 +166,6 @@ export function dayTwoFixture(
     },
     tmpDir,
   };
-  const base = testContext({ repoRoot: root, clock: () => clock.now() });
   base.workspaces.outputs = options.outputs ?? foundationOutputs(nodes);
   const ctx = Object.assign(base, { dayTwo: deps });
   return {
@@ -156,6 +176,7 @@ export function dayTwoFixture(
     stackFile: path.join(root, "Pulumi.staging.yaml"),
     questions,
     answers,
+    talosctlCalls: talosctl.calls,
   };
 }
 

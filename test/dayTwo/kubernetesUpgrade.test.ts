@@ -149,8 +149,8 @@ describe("upgrade kubernetes", () => {
   it("does not bump the stack file when a kubelet is left behind", async () => {
     const f = dayTwoFixture();
     const original = f.talos.upgradeKubernetes.bind(f.talos);
-    f.talos.upgradeKubernetes = async (via, to, dryRun) => {
-      const result = await original(via, to, dryRun);
+    f.talos.upgradeKubernetes = async (via, to, dryRun, timeoutMs) => {
+      const result = await original(via, to, dryRun, timeoutMs);
       f.talos.byName("w-2").kubelet = "1.35.6";
       return result;
     };

@@ -169,8 +169,8 @@ describe("TalosctlClient: the talosctl command lines", () => {
       "factory.talos.dev/nocloud-installer/abc:v1.14.1",
       30 * 60_000,
     );
-    await client.upgradeKubernetes("192.0.2.11", "v1.37.1", true);
-    await client.upgradeKubernetes("192.0.2.11", "1.37.1", false);
+    await client.upgradeKubernetes("192.0.2.11", "v1.37.1", true, 60 * 60_000);
+    await client.upgradeKubernetes("192.0.2.11", "1.37.1", false, 60 * 60_000);
     await client.health({
       via: "192.0.2.11",
       controlPlanes: ["192.0.2.11", "192.0.2.12"],

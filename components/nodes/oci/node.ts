@@ -24,6 +24,7 @@ export interface OciNodeArgs {
  */
 export class OciNode extends pulumi.ComponentResource implements TalosMachine {
   public readonly talosAddress: pulumi.Output<string>;
+  public readonly kubeletAddress: pulumi.Output<string>;
   public readonly delivery: ConfigDelivery;
   public readonly instance: oci.core.Instance;
 
@@ -59,8 +60,12 @@ export class OciNode extends pulumi.ComponentResource implements TalosMachine {
           assignPublicIp: String(instance.assignPublicIp),
           ...(instance.privateIp ? { privateIp: instance.privateIp } : {}),
           ...(instance.assignIpv6 ? { assignIpv6ip: true } : {}),
+          ...(instance.ipv6Address
+            ? { ipv6addressIpv6subnetCidrPairDetails: [{ ipv6address: instance.ipv6Address }] }
+            : {}),
           nsgIds: [...instance.nsgIds],
-          hostnameLabel: node.name,
+          // A hostname label needs a subnet (and VCN) with DNS enabled; oci.hostnameLabel: false skips it.
+          ...(instance.hostnameLabel ? { hostnameLabel: node.name } : {}),
         },
         launchOptions: { networkType: "PARAVIRTUALIZED" },
         metadata: {
@@ -83,7 +88,9 @@ export class OciNode extends pulumi.ComponentResource implements TalosMachine {
     );
     this.talosAddress = instance.assignPublicIp
       ? this.instance.publicIp
-      : pulumi.output(instance.privateIp ?? this.instance.privateIp);
-    this.registerOutputs({ talosAddress: this.talosAddress });
+      : pulumi.output(node.declaredAddress ?? this.instance.privateIp);
+    // The public IPv4 is NAT in front of the VNIC: the kubelet only ever sees the private address.
+    this.kubeletAddress = pulumi.output(node.declaredKubeletAddress ?? this.instance.privateIp);
+    this.registerOutputs({ talosAddress: this.talosAddress, kubeletAddress: this.kubeletAddress });
   }
 }

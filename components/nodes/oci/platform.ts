@@ -13,6 +13,37 @@ export interface OciPlatformArgs {
   readonly privateKey?: pulumi.Output<string>;
 }
 
+/** What the Talos `oracle` image needs from the VM, declared on the imported image (no tenancy defaults). */
+export const IMAGE_CAPABILITIES: Readonly<Record<string, string>> = Object.fromEntries(
+  (
+    [
+      // Talos' oracle images boot with UEFI only (arm64 has no BIOS at all).
+      ["Compute.Firmware", "UEFI_64"],
+      ["Compute.LaunchMode", "PARAVIRTUALIZED"],
+      ["Network.AttachmentType", "PARAVIRTUALIZED"],
+      ["Storage.BootVolumeType", "PARAVIRTUALIZED"],
+    ] as const
+  ).map(([key, value]) => [
+    key,
+    JSON.stringify({
+      descriptorType: "enumstring",
+      source: "IMAGE",
+      defaultValue: value,
+      values: [value],
+    }),
+  ]),
+);
+
+/**
+ * The imported image's display name, from the object it is imported from (`…/o/talos-v1.13.9-oracle-arm64.qcow2`
+ * → `talos-v1.13.9-oracle-arm64`), so the name always says what the image holds.
+ */
+export function imageDisplayName(objectStorageUri: string, architecture: string): string {
+  const object = decodeURIComponent(new URL(objectStorageUri).pathname.split("/").pop() ?? "");
+  const base = object.replace(/\.(qcow2|img|raw|oci)$/i, "");
+  return base !== "" ? base : `talos-oracle-${architecture}`;
+}
+
 /**
  * The OCI provider for the stack's region (credentials from the environment or ~/.oci/config, never
  * from the stack file), the Talos `oracle` image, and the availability domains nodes are spread over.
@@ -41,7 +72,8 @@ export class OciPlatform extends pulumi.ComponentResource {
         `${args.clusterName}-talos-image-oci`,
         {
           compartmentId: settings.compartmentId,
-          displayName: `talos-${args.talosVersion}-oracle-${settings.architecture}`,
+          // Named after its source: the image holds whatever that object holds, whatever talosVersion says.
+          displayName: imageDisplayName(settings.image.objectStorageUri, settings.architecture),
           launchMode: "PARAVIRTUALIZED",
           imageSourceDetails: {
             sourceType: "objectStorageUri",
@@ -49,6 +81,23 @@ export class OciPlatform extends pulumi.ComponentResource {
             sourceImageType: "QCOW2",
           },
           freeformTags: { ...settings.freeformTags, "talos-cluster": args.clusterName },
+        },
+        resourceOpts,
+      );
+      // Firmware and launch mode stated on the image, not left to the tenancy's defaults for imports.
+      const globalSchema = oci.core
+        .getComputeGlobalImageCapabilitySchemasOutput({}, resourceOpts)
+        .computeGlobalImageCapabilitySchemas.apply((schemas) => {
+          if (schemas.length === 0) throw new Error("OCI lists no global image capability schema");
+          return schemas[0].currentVersionName;
+        });
+      new oci.core.ComputeImageCapabilitySchema(
+        `${args.clusterName}-talos-image-oci-capabilities`,
+        {
+          compartmentId: settings.compartmentId,
+          imageId: image.id,
+          computeGlobalImageCapabilitySchemaVersionName: globalSchema,
+          schemaData: { ...IMAGE_CAPABILITIES },
         },
         resourceOpts,
       );

@@ -26,6 +26,7 @@ export interface OpenstackNodeArgs {
  */
 export class OpenstackNode extends pulumi.ComponentResource implements TalosMachine {
   public readonly talosAddress: pulumi.Output<string>;
+  public readonly kubeletAddress: pulumi.Output<string>;
   public readonly delivery: ConfigDelivery;
   public readonly instance: openstack.compute.Instance;
   public readonly port: openstack.networking.Port;
@@ -53,7 +54,12 @@ export class OpenstackNode extends pulumi.ComponentResource implements TalosMach
         networkId: settings.networkId,
         macAddress: spec.mac,
         ...(fixedIps.length > 0 ? { fixedIps } : {}),
-        securityGroupIds: [platform.securityGroupId],
+        securityGroupIds: [
+          platform.securityGroupId,
+          ...(node.role === "controlplane" && platform.controlPlaneSecurityGroupId
+            ? [platform.controlPlaneSecurityGroupId]
+            : []),
+        ],
         ...(args.vip && node.role === "controlplane"
           ? { allowedAddressPairs: [{ ipAddress: args.vip }] }
           : {}),
@@ -125,6 +131,10 @@ export class OpenstackNode extends pulumi.ComponentResource implements TalosMach
     this.talosAddress = pulumi.output(
       node.declaredAddress ?? this.port.allFixedIps.apply((ips) => ips[0]),
     );
-    this.registerOutputs({ talosAddress: this.talosAddress });
+    this.kubeletAddress = pulumi.output(
+      node.declaredKubeletAddress ??
+        this.port.allFixedIps.apply((ips) => ips.find((ip) => !ip.includes(":")) ?? ips[0]),
+    );
+    this.registerOutputs({ talosAddress: this.talosAddress, kubeletAddress: this.kubeletAddress });
   }
 }

@@ -9,8 +9,7 @@ import type { ProxmoxPlatform } from "./platform";
 export interface ProxmoxNodeArgs {
   readonly node: ProxmoxNodeSpec;
   readonly platform: ProxmoxPlatform;
-  /** DNS servers for the VM's cloud-init network config. */
-  readonly nameservers: readonly string[];
+
   /** Enable the QEMU guest agent channel (only when the image carries the extension). */
   readonly guestAgent: boolean;
   readonly clusterName: string;
@@ -50,12 +49,15 @@ export function cloudInitIpConfig(node: ProxmoxNodeSpec): {
 
 /**
  * A Talos node as a Proxmox VM, booted from the nocloud image with its static address from cloud-init.
+ * Its disk is created from the image through the API (`importFrom`), or over SSH (`fileId`) for the
+ * compressed formats.
  * The machine config is pushed to that address, so no secret ever lands on Proxmox storage, and a
  * config change never touches the VM. The boot image is ignored after creation: upgrades go through
  * the Talos API, never through a new disk.
  */
 export class ProxmoxNode extends pulumi.ComponentResource implements TalosMachine {
   public readonly talosAddress: string;
+  public readonly kubeletAddress: string;
   public readonly delivery: ConfigDelivery = { kind: "push" };
   /** The VM. */
   public readonly vm: proxmoxve.VmLegacy;
@@ -65,6 +67,9 @@ export class ProxmoxNode extends pulumi.ComponentResource implements TalosMachin
     const { node, platform } = args;
     const vm = node.proxmox;
     this.talosAddress = node.talosAddress;
+    this.kubeletAddress = node.kubeletAddresses[0] ?? node.talosAddress;
+    const image = platform.imageOn(vm.host);
+    const nameservers = node.resolvers.nameservers;
     this.vm = new proxmoxve.VmLegacy(
       `${name}-vm`,
       {
@@ -86,7 +91,8 @@ export class ProxmoxNode extends pulumi.ComponentResource implements TalosMachin
           {
             interface: "scsi0",
             datastoreId: vm.datastore,
-            fileId: platform.imageOn(vm.host).id,
+            // import content through the API; an iso-content image (SSH formats) by `qm disk import`.
+            [platform.imageFormat.diskAttribute]: image.id,
             fileFormat: "raw",
             size: vm.diskSize,
             discard: "on",
@@ -107,15 +113,16 @@ export class ProxmoxNode extends pulumi.ComponentResource implements TalosMachin
           datastoreId: vm.datastore,
           type: "nocloud",
           ipConfigs: [cloudInitIpConfig(node)],
-          ...(args.nameservers.length > 0 ? { dns: { servers: [...args.nameservers] } } : {}),
+          ...(nameservers.length > 0 ? { dns: { servers: [...nameservers] } } : {}),
         },
       },
       {
         parent: this,
         provider: platform.provider,
         protect: args.protect,
-        // A new Talos version downloads a new image; the VM keeps its disk and is upgraded in place.
-        ignoreChanges: ["disks[0].fileId"],
+        // A new Talos version (or image format) downloads a new image; the VM keeps its disk and is
+        // upgraded in place. Both attributes, so a VM created through either path never diffs.
+        ignoreChanges: ["disks[0].fileId", "disks[0].importFrom"],
       },
     );
     this.registerOutputs({ vmId: this.vm.vmId });

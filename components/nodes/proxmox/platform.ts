@@ -1,33 +1,50 @@
 import * as proxmoxve from "@muhlba91/pulumi-proxmoxve";
 import * as pulumi from "@pulumi/pulumi";
 import type { ProxmoxSpec } from "../../config/types";
-import type { PlatformImage } from "../../talos/imageFactory";
+import { diskImageUrl, type PlatformImage } from "../../talos/imageFactory";
+import { imageFileName, PROXMOX_IMAGE_FORMATS, type ProxmoxImageFormat } from "./imageFormat";
 
 /** Proxmox connection settings plus the API token (secret). */
 export interface ProxmoxPlatformArgs {
   readonly settings: ProxmoxSpec;
   /** `user@realm!tokenid=uuid`; when absent the provider reads PROXMOX_VE_API_TOKEN. */
   readonly apiToken?: pulumi.Output<string>;
+  /** The SSH private key (secret), for proxmox.ssh without the agent. */
+  readonly sshPrivateKey?: pulumi.Output<string>;
   readonly clusterName: string;
   readonly talosVersion: string;
-  /** The nocloud image every VM boots from. */
+  /** The nocloud image every VM boots. */
   readonly image: PlatformImage;
 }
 
-/** Proxmox's image download API decompresses gz, lzo, zst and bz2, but not the Image Factory's default xz. */
-export function downloadableImageUrl(diskImageUrl: string): string {
-  return diskImageUrl.replace(/\.raw\.xz$/, ".raw.gz");
-}
+/** Seconds a host may take to download the image (the provider's default is 600). */
+export const IMAGE_DOWNLOAD_TIMEOUT_SECONDS = 1800;
 
-/** The file name of a Talos image on a Proxmox datastore: one per version and schematic. */
-export function imageFileName(talosVersion: string, schematicId: string): string {
-  return `talos-${talosVersion}-${schematicId.slice(0, 12)}-nocloud-amd64.img`;
+/** The provider's `ssh` block: only when the stack asks for SSH (the API-only path needs none). */
+export function providerSsh(
+  settings: ProxmoxSpec,
+  privateKey: pulumi.Output<string> | undefined,
+): proxmoxve.types.input.ProviderSsh | undefined {
+  const ssh = settings.ssh;
+  if (!ssh) return undefined;
+  const nodes = Object.entries(settings.sshAddresses).map(([name, address]) => ({
+    name,
+    address,
+  }));
+  return {
+    username: ssh.username,
+    agent: ssh.agent,
+    ...(!ssh.agent && privateKey ? { privateKey } : {}),
+    ...(nodes.length > 0 ? { nodes } : {}),
+  };
 }
 
 /** The Proxmox provider and one Talos nocloud image download per Proxmox host that runs a node. */
 export class ProxmoxPlatform extends pulumi.ComponentResource {
   /** The provider every Proxmox resource of this cluster uses. */
   public readonly provider: proxmoxve.Provider;
+  /** How the image gets onto the hosts and into the disks. */
+  public readonly imageFormat: ProxmoxImageFormat;
   private readonly images = new Map<string, proxmoxve.download.File>();
 
   constructor(
@@ -36,12 +53,15 @@ export class ProxmoxPlatform extends pulumi.ComponentResource {
     opts?: pulumi.ComponentResourceOptions,
   ) {
     super("platform:proxmox:Platform", name, {}, opts);
+    this.imageFormat = PROXMOX_IMAGE_FORMATS[args.settings.imageFormat];
+    const ssh = providerSsh(args.settings, args.sshPrivateKey);
     this.provider = new proxmoxve.Provider(
       `${name}-provider`,
       {
         endpoint: args.settings.endpoint,
         insecure: args.settings.insecure,
         apiToken: args.apiToken,
+        ...(ssh ? { ssh } : {}),
       },
       { parent: this },
     );
@@ -55,16 +75,20 @@ export class ProxmoxPlatform extends pulumi.ComponentResource {
     const datastore =
       this.args.settings.hosts.find((h) => h.name === host)?.imageDatastore ?? "local";
     const { image, talosVersion } = this.args;
+    const format = this.imageFormat;
     const file = new proxmoxve.download.File(
       `${this.args.clusterName}-talos-image-${host}`,
       {
         nodeName: host,
         datastoreId: datastore,
-        contentType: "iso",
-        url: image.urls.diskImage.apply(downloadableImageUrl),
-        fileName: image.schematicId.apply((id) => imageFileName(talosVersion, id)),
-        decompressionAlgorithm: "gz",
+        contentType: format.contentType,
+        url: image.schematicId.apply((id) =>
+          diskImageUrl(id, talosVersion, "nocloud", "amd64", format.format),
+        ),
+        fileName: image.schematicId.apply((id) => imageFileName(talosVersion, id, format)),
+        ...(format.decompression ? { decompressionAlgorithm: format.decompression } : {}),
         overwrite: false,
+        uploadTimeout: IMAGE_DOWNLOAD_TIMEOUT_SECONDS,
       },
       { parent: this, provider: this.provider },
     );

@@ -1,0 +1,199 @@
+// What `up` of the foundation checks before the engine changes anything, all reported together:
+// the config part of preflight (version steps against the last deployment), the config contract
+// against what the nodes run, and that etcd is never bootstrapped a second time.
+import type { OutputMap } from "@pulumi/pulumi/automation";
+import * as path from "node:path";
+import type { CliContext } from "../context";
+import { formatProblem } from "../errors";
+import type { StackFile } from "../layers";
+import type { StackOperations, StateResource } from "../workspace";
+import { parseVersion, compareMinor, minorOf } from "../../components/talos/versions";
+import { type DeployedCluster, deployedCluster, readStackCluster } from "./cluster";
+import { dayTwoDeps } from "./deps";
+import {
+  type CheckResult,
+  type ContractMove,
+  type PreflightReport,
+  contractMove,
+  preflightForUp,
+} from "./preflight";
+import { withTalos } from "./session";
+
+/** The type token of the provider's Bootstrap resource (terraform-provider-talos `talos_machine_bootstrap`). */
+export const BOOTSTRAP_TYPE = "talos:machine/bootstrap:Bootstrap";
+/** The type token of the cluster's machine secrets (protected, kept for the cluster's lifetime). */
+export const SECRETS_TYPE = "talos:machine/secrets:Secrets";
+
+/** What `up` needs to check one foundation stack. */
+export interface UpPreflightInput {
+  readonly stack: Pick<StackOperations, "outputs" | "stateResources">;
+  readonly stackFile: StackFile;
+  readonly env: string;
+}
+
+/**
+ * Bootstrapping etcd happens once per cluster, on its first control plane. The provider's Bootstrap
+ * resource has no read (it never learns that a cluster runs) and its create calls the Bootstrap API
+ * until it succeeds; Talos accepts that on any control plane whose etcd data folder is empty, such as
+ * a replacement of the first one, which would then start a second, empty etcd cluster. So once the
+ * cluster was bootstrapped, `up` must never create that resource again. The stack's outputs record
+ * that it was: `kubeconfig` is fetched only after the bootstrap (its resource depends on it) and the
+ * outputs of the last `up` stay in the state when resources are deleted from it. The check applies
+ * while the cluster's machine secrets are in the state (without them `up` builds a new cluster).
+ */
+export function bootstrapOnce(
+  stackFile: StackFile,
+  resources: readonly StateResource[],
+  deployed: OutputMap | undefined,
+): CheckResult {
+  const has = (type: string) => resources.some((r) => r.type === type);
+  const kubeconfig = deployed?.kubeconfig?.value;
+  const bootstrapped = typeof kubeconfig === "string" && kubeconfig !== "";
+  if (!has(SECRETS_TYPE) || !bootstrapped) {
+    return { id: "bootstrap-once", status: "ok", detail: "a new cluster: up bootstraps etcd once" };
+  }
+  if (has(BOOTSTRAP_TYPE)) {
+    return {
+      id: "bootstrap-once",
+      status: "ok",
+      detail: "etcd was bootstrapped; the state keeps its Bootstrap, so up never runs it again",
+    };
+  }
+  const nodes = stackFile.config["talos-platform:nodes"];
+  const first = Array.isArray(nodes)
+    ? (nodes as { name?: unknown; role?: unknown }[]).find((n) => n.role === "controlplane")?.name
+    : undefined;
+  return {
+    id: "bootstrap-once",
+    status: "failed",
+    detail: formatProblem({
+      what: "etcd bootstrap",
+      problem: `the state has lost the cluster's ${BOOTSTRAP_TYPE} resource although etcd was bootstrapped (the stack has a kubeconfig output), so up would bootstrap etcd again`,
+      got: `${typeof first === "string" ? first : "the first control plane"} would be bootstrapped: a second, empty etcd beside the running one`,
+      fix: "Put the Bootstrap back into the state before any up: import the state export taken before the change (pulumi stack import --file <export>), then remove the lost node's resources the way docs/runbooks/lost-proxmox-host.md step 6 shows, which keeps it",
+    }),
+  };
+}
+
+/** The deployed nodes on an older minor than a contract's (or an unreadable version), as `name vX.Y.Z`. */
+function olderThan(
+  contract: string,
+  versions: readonly { name: string; talos: string }[],
+): string[] {
+  const minor = minorOf(parseVersion(contract)!);
+  return versions
+    .filter((v) => {
+      // A node may run a pre-release (v1.14.0-beta.1): its minor is what counts.
+      const nodeMinor = /^v?(\d+\.\d+)\.\d+/.exec(v.talos)?.[1];
+      return nodeMinor === undefined || compareMinor(nodeMinor, minor) < 0;
+    })
+    .map((v) => `${v.name} ${v.talos}`);
+}
+
+/**
+ * A newer config contract against what the nodes run. Talos generates a machine config for one
+ * contract (a Talos minor); a node on an older minor does not know that contract's defaults and
+ * documents. So `up` asks every deployed node its version (talosctl, only when the contract moves)
+ * and refuses while any runs an older minor.
+ */
+export async function contractCheck(
+  ctx: CliContext,
+  move: ContractMove,
+  cluster: () => DeployedCluster,
+  display: string,
+  env: string,
+): Promise<CheckResult> {
+  const key = move.pinned ? "configContract" : "talosVersion (configContract is not pinned)";
+  const keep = `or pin configContract: ${move.from} in ${display} to keep the deployed contract`;
+  const failed = (problem: string, got: string, fix: string): CheckResult => ({
+    id: "config-contract",
+    status: "failed",
+    detail: formatProblem({ what: `${display} ${key}`, problem, got, fix }),
+  });
+  let deployed: DeployedCluster;
+  try {
+    deployed = cluster();
+  } catch (error) {
+    return failed(
+      `moves the config contract from ${move.from} to ${move.to}, and the nodes' versions cannot be asked`,
+      JSON.stringify(error instanceof Error ? error.message : String(error)),
+      `Deploy with the current program first, ${keep}`,
+    );
+  }
+  const deps = dayTwoDeps(ctx);
+  const answers = await withTalos(deps, deployed, async (client) => {
+    try {
+      await client.clientVersion();
+    } catch (error) {
+      return { error: error instanceof Error ? error.message : String(error) };
+    }
+    const versions: { name: string; talos: string }[] = [];
+    const silent: string[] = [];
+    for (const node of deployed.nodes) {
+      try {
+        versions.push({ name: node.name, talos: await client.nodeVersion(node.address) });
+      } catch (error) {
+        silent.push(`${node.name} (${error instanceof Error ? error.message : String(error)})`);
+      }
+    }
+    return { versions, silent };
+  });
+  if ("error" in answers) {
+    return failed(
+      `moves the config contract from ${move.from} to ${move.to}; checking that the nodes run it needs talosctl`,
+      JSON.stringify(answers.error),
+      `Install talosctl, ${keep}`,
+    );
+  }
+  const older = olderThan(move.to, answers.versions);
+  const upgrade = `npm run platform -- upgrade talos ${env} --to ${deployed.stack.talosVersion}`;
+  if (older.length > 0) {
+    return failed(
+      `moves the config contract from ${move.from} to ${move.to}, newer than what nodes run; up would push them configs they do not know`,
+      [...older, ...answers.silent.map((s) => `not asked: ${s}`)].join(", "),
+      `Upgrade the nodes first (${upgrade}), ${keep}`,
+    );
+  }
+  if (answers.silent.length > 0) {
+    return failed(
+      `moves the config contract from ${move.from} to ${move.to}, and not every node could be asked its version`,
+      answers.silent.join("; "),
+      `Bring them back and rerun, ${keep}`,
+    );
+  }
+  return {
+    id: "config-contract",
+    status: "ok",
+    detail: `the config contract moves from ${move.from} to ${move.to}; every node runs Talos ${minorOf(parseVersion(move.to)!)} or newer`,
+  };
+}
+
+/** Every check `up` of the foundation makes before the engine runs, in one report. */
+export async function upPreflight(
+  ctx: CliContext,
+  input: UpPreflightInput,
+): Promise<PreflightReport> {
+  const outputs = await input.stack.outputs();
+  const deployed = Object.keys(outputs).length > 0 ? outputs : undefined;
+  const config = preflightForUp(input.stackFile, deployed);
+  const checks: CheckResult[] = [...config.checks];
+  const display = path.basename(input.stackFile.path);
+  const move = contractMove(input.stackFile, deployed);
+  if (move) {
+    checks.push(
+      await contractCheck(
+        ctx,
+        move,
+        () => deployedCluster(readStackCluster(ctx.repoRoot, input.env), outputs),
+        display,
+        input.env,
+      ),
+    );
+  }
+  checks.push(bootstrapOnce(input.stackFile, await input.stack.stateResources(), deployed));
+  return {
+    checks,
+    notes: config.notes,
+    ok: checks.every((check) => check.status !== "failed"),
+  };
+}

@@ -1,0 +1,142 @@
+// A fake `pulumi` executable for tests of what the Automation API really spawns: it records every
+// command line, the environment variables that matter and the stack file as the engine would see it,
+// and mimics what the real CLI writes to the stack file (pkg/cmd/pulumi/stack/secrets.go,
+// pkg/secrets/cloud/manager.go): a KMS secrets provider's `encryptedkey` when the stack is created
+// (`stack init --secrets-provider`) and when a run finds the stack file without one.
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { RUN_SECRETS_ENV } from "../../components/config/runSecretsEnv";
+
+/** One invocation of the fake CLI. */
+export interface FakeInvocation {
+  readonly args: string[];
+  readonly cwd: string;
+  /** The environment variables the engine and the program would read. */
+  readonly env: Record<string, string | undefined>;
+  /** The stack file's content when the command started (undefined when there was none). */
+  readonly stackFile?: string;
+}
+
+/** Variables recorded from each invocation's environment. */
+export const RECORDED_ENV = [
+  RUN_SECRETS_ENV,
+  "GOOGLE_CREDENTIALS",
+  "PULUMI_BACKEND_URL",
+  "PULUMI_CONFIG_PASSPHRASE_FILE",
+];
+
+/** The data key the fake engine "mints". */
+export const FAKE_ENCRYPTED_KEY = "CiQAfakeDataKeyWrappedByKms==";
+
+const SCRIPT = String.raw`
+const fs = require("node:fs");
+const path = require("node:path");
+const [logFile, stacksDir, recorded, yamlModule] = __SETUP__;
+const YAML = require(yamlModule);
+const args = process.argv.slice(2);
+const flag = (name) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : undefined; };
+const stack = flag("--stack") ?? (args[0] === "stack" && args[1] === "init" ? args[2] : undefined);
+const stackFile = stack ? path.join(process.cwd(), "Pulumi." + stack + ".yaml") : undefined;
+const env = {};
+for (const name of recorded) env[name] = process.env[name];
+fs.appendFileSync(logFile, JSON.stringify({
+  args, cwd: process.cwd(), env,
+  stackFile: stackFile && fs.existsSync(stackFile) ? fs.readFileSync(stackFile, "utf8") : undefined,
+}) + "\n");
+/**
+ * What the engine does for a stack file naming a KMS provider without a data key: mint one and save
+ * the stack file, serialised again from its parsed form (comments and layout lost).
+ */
+function saveDataKey(provider) {
+  const stack = (fs.existsSync(stackFile) ? YAML.parse(fs.readFileSync(stackFile, "utf8")) : null) ?? {};
+  const kms = provider ?? stack.secretsprovider;
+  if (!kms || !/kms:\/\//.test(kms) || stack.encryptedkey) return;
+  const saved = { secretsprovider: kms, encryptedkey: "${FAKE_ENCRYPTED_KEY}", ...stack };
+  saved.secretsprovider = kms;
+  saved.encryptedkey = "${FAKE_ENCRYPTED_KEY}";
+  fs.writeFileSync(stackFile, YAML.stringify(saved));
+}
+function events(isPreview) {
+  const log = flag("--event-log");
+  if (!log) return;
+  const lines = [
+    { sequence: 0, timestamp: 1, preludeEvent: { config: {} } },
+    { sequence: 1, timestamp: 1, summaryEvent: { maybeCorrupt: false, durationSeconds: 1, resourceChanges: {}, PolicyPacks: {}, isPreview, result: "succeeded" } },
+    { sequence: 2, timestamp: 1, cancelEvent: {} },
+  ];
+  fs.writeFileSync(log, lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
+}
+const exists = stack && fs.existsSync(path.join(stacksDir, stack));
+if (args[0] === "version") { process.stdout.write("v3.200.0\n"); process.exit(0); }
+if (args[0] === "stack" && args[1] === "select") {
+  if (!exists) { process.stderr.write("error: no stack named '" + stack + "' found\n"); process.exit(255); }
+  process.exit(0);
+}
+if (args[0] === "stack" && args[1] === "init") {
+  fs.writeFileSync(path.join(stacksDir, stack), "");
+  saveDataKey(flag("--secrets-provider"));
+  process.exit(0);
+}
+if (args[0] === "stack" && args[1] === "history") { process.stdout.write("[]\n"); process.exit(0); }
+if (args[0] === "stack" && args[1] === "output") { process.stdout.write("{}\n"); process.exit(0); }
+if (args[0] === "stack" && args[1] === "export") {
+  process.stdout.write(JSON.stringify({ version: 3, deployment: { manifest: {}, resources: [] } }) + "\n");
+  process.exit(0);
+}
+if (["up", "preview", "refresh", "destroy"].includes(args[0])) {
+  saveDataKey(undefined);
+  events(args[0] === "preview");
+  process.exit(0);
+}
+process.exit(0);
+`;
+
+/** A fake Pulumi CLI installed in a temporary folder; read what it recorded with {@link calls}. */
+export class FakePulumi {
+  readonly dir: string;
+  readonly command: string;
+  private readonly logFile: string;
+
+  constructor() {
+    this.dir = fs.mkdtempSync(path.join(os.tmpdir(), "fake-pulumi-"));
+    const stacksDir = path.join(this.dir, "stacks");
+    fs.mkdirSync(stacksDir);
+    this.logFile = path.join(this.dir, "calls.ndjson");
+    fs.writeFileSync(this.logFile, "");
+    const script = path.join(this.dir, "fake-pulumi.js");
+    fs.writeFileSync(
+      script,
+      SCRIPT.replace(
+        "__SETUP__",
+        JSON.stringify([this.logFile, stacksDir, RECORDED_ENV, require.resolve("yaml")]),
+      ),
+    );
+    // PulumiCommand.get({ root }) runs <root>/bin/pulumi.
+    fs.mkdirSync(path.join(this.dir, "bin"));
+    this.command = path.join(this.dir, "bin", "pulumi");
+    fs.writeFileSync(
+      this.command,
+      `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(script)} "$@"\n`,
+      { mode: 0o755 },
+    );
+  }
+
+  /** Marks a stack as existing on the (fake) backend. */
+  addStack(name: string): void {
+    fs.writeFileSync(path.join(this.dir, "stacks", name), "");
+  }
+
+  /** Every invocation so far, in order. */
+  calls(): FakeInvocation[] {
+    return fs
+      .readFileSync(this.logFile, "utf8")
+      .split("\n")
+      .filter((line) => line !== "")
+      .map((line) => JSON.parse(line) as FakeInvocation);
+  }
+
+  remove(): void {
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}

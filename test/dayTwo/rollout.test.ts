@@ -1,0 +1,213 @@
+import { strict as assert } from "node:assert";
+import { runCli } from "../../automation/cli";
+import type { RolloutClient } from "../../automation/dayTwo/rolloutClient";
+import type { RolloutContext } from "../../automation/dayTwo/rollout";
+import { ExitCode } from "../../automation/errors";
+import { cleanupRepos } from "../automation/helpers";
+import { FakeTalos } from "./fakeTalos";
+import type { HealthCheck } from "../../automation/dayTwo/talosClient";
+import { TalosctlRolloutClient } from "../../automation/dayTwo/rolloutClient";
+import { dayTwoFixture, foundationOutputs, generatedConfig, NODES, stackYaml } from "./helpers";
+
+/** A fake cluster whose nodes may hold a staged config, taken up on reboot. */
+class StagingTalos extends FakeTalos implements RolloutClient {
+  readonly staged = new Map<string, string>();
+  /** Nodes that come back from a reboot without their staged config (it failed to apply). */
+  readonly keepsOld = new Set<string>();
+  readonly healthChecks: HealthCheck[] = [];
+
+  async health(check: HealthCheck): Promise<void> {
+    this.healthChecks.push(check);
+    return super.health(check);
+  }
+
+  stage(name: string, sysctl: string): void {
+    const running = this.byName(name).config;
+    this.staged.set(name, running.replace("machine:\n", `machine:\n  sysctls:\n    ${sysctl}\n`));
+  }
+
+  async stagedConfig(node: string): Promise<string> {
+    const n = this.node(node);
+    this.log.push(`staged ${n.name}`);
+    return this.staged.get(n.name) ?? n.config;
+  }
+
+  async reboot(node: string): Promise<void> {
+    const n = this.node(node);
+    this.log.push(`reboot ${n.name}`);
+    this.clock.time += 60_000;
+    const staged = this.staged.get(n.name);
+    if (staged && !this.keepsOld.has(n.name)) {
+      n.config = staged;
+      this.staged.delete(n.name);
+    }
+  }
+}
+
+function fixture(stack?: string, outputs?: ReturnType<typeof foundationOutputs>) {
+  let fake!: StagingTalos;
+  const f = dayTwoFixture({
+    ...(stack ? { stack } : {}),
+    ...(outputs ? { outputs } : {}),
+    fake: (nodes, clock) => {
+      fake = new StagingTalos(
+        nodes.map((n) => ({ ...n, config: generatedConfig(n.name, n.role) })),
+        clock,
+      );
+      return fake;
+    },
+  });
+  const ctx: RolloutContext = Object.assign(f.ctx, { rolloutTalos: () => fake });
+  return { f, fake, ctx };
+}
+
+const rebooted = (talos: FakeTalos) => talos.callsOf("reboot").map((l) => l.split(" ")[1]);
+
+/** The stack file with cluster.rollout.maxUnavailableWorkers set. */
+function stackWithRollout(max: number): string {
+  return stackYaml("v1.13.9", "1.36.3", NODES).replace(
+    "  talos-platform:nodes:",
+    `    rollout: { maxUnavailableWorkers: ${max} }\n  talos-platform:nodes:`,
+  );
+}
+
+describe("rollout: rebooting staged changes without quorum loss", () => {
+  afterEach(cleanupRepos);
+
+  it("reboots only nodes with a staged change, control planes one at a time each behind a quorum gate, then workers, health-gated", async () => {
+    const { f, fake, ctx } = fixture();
+    for (const node of ["cp-3", "cp-1", "w-2", "w-3"]) fake.stage(node, "vm.swappiness: 1");
+    const code = await runCli(["rollout", "staging"], ctx);
+    assert.equal(code, ExitCode.ok, f.ctx.stderr.text + f.ctx.stdout.text);
+    assert.deepEqual(rebooted(fake), ["cp-1", "cp-3", "w-2", "w-3"]);
+    const log = fake.log;
+    // Before each control plane: a quorum check; after each reboot: a health check.
+    for (const cp of ["cp-1", "cp-3"]) {
+      const at = log.indexOf(`reboot ${cp}`);
+      assert.ok(
+        log
+          .slice(0, at)
+          .reverse()
+          .findIndex((l) => l.startsWith("members via")) >= 0,
+      );
+      assert.ok(log.slice(at).some((l) => l.startsWith("health")));
+    }
+    const healthChecks = log.filter((l) => l.startsWith("health")).length;
+    assert.equal(healthChecks, 5, "one before the roll, one after each of the four batches");
+    assert.equal(fake.staged.size, 0);
+  });
+
+  it("reboots at most cluster.rollout.maxUnavailableWorkers workers at once, and never more than it allows", async () => {
+    const { f, fake, ctx } = fixture(stackWithRollout(2));
+    for (const node of ["w-1", "w-2", "w-3"]) fake.stage(node, "vm.swappiness: 1");
+    assert.equal(await runCli(["rollout", "staging"], ctx), ExitCode.ok, f.ctx.stdout.text);
+    const log = fake.log;
+    const between = log.slice(log.indexOf("reboot w-1"), log.indexOf("reboot w-2"));
+    assert.ok(
+      !between.some((l) => l.startsWith("health")),
+      "w-1 and w-2 go down together, in one batch",
+    );
+    const beforeThird = log.slice(log.indexOf("reboot w-2"), log.indexOf("reboot w-3"));
+    assert.ok(
+      beforeThird.some((l) => l.startsWith("health")),
+      "w-3 waits for the batch's health",
+    );
+    const refused = fixture(stackWithRollout(2));
+    refused.fake.stage("w-1", "vm.swappiness: 1");
+    assert.equal(
+      await runCli(["rollout", "staging", "--max-unavailable", "3"], refused.ctx),
+      ExitCode.usage,
+    );
+    assert.match(refused.f.ctx.stderr.text, /cluster\.rollout\.maxUnavailableWorkers is 2/);
+    assert.deepEqual(rebooted(refused.fake), []);
+  });
+
+  it("lists staged changes by path without rebooting anything on --dry-run, and never prints a config", async () => {
+    const { f, fake, ctx } = fixture();
+    fake.stage("cp-2", "net.core.somaxconn: 65535");
+    assert.equal(await runCli(["rollout", "staging", "--dry-run"], ctx), ExitCode.ok);
+    assert.deepEqual(rebooted(fake), []);
+    assert.match(f.ctx.stdout.text, /cp-2: v1alpha1: machine\.sysctls/);
+    assert.doesNotMatch(f.ctx.stdout.text, /secret-machine-token|65535/);
+  });
+
+  it("reboots nothing when the cluster is unhealthy, or when nothing is staged", async () => {
+    const unhealthy = fixture();
+    unhealthy.fake.stage("cp-1", "vm.swappiness: 1");
+    unhealthy.fake.healthFailsAfter = true;
+    assert.equal(await runCli(["rollout", "staging"], unhealthy.ctx), ExitCode.failed);
+    assert.deepEqual(rebooted(unhealthy.fake), []);
+    const idle = fixture();
+    assert.equal(await runCli(["rollout", "staging"], idle.ctx), ExitCode.ok);
+    assert.match(idle.f.ctx.stdout.text, /no node has a staged change/);
+  });
+
+  it("stops before the next node when a node comes back without its staged config", async () => {
+    const { f, fake, ctx } = fixture();
+    for (const node of ["cp-1", "cp-2"]) fake.stage(node, "vm.swappiness: 1");
+    fake.keepsOld.add("cp-1");
+    assert.equal(await runCli(["rollout", "staging"], ctx), ExitCode.failed);
+    assert.deepEqual(rebooted(fake), ["cp-1"]);
+    assert.match(f.ctx.stdout.text, /stopped at cp-1 \(config\)/);
+    assert.match(f.ctx.stdout.text, /not touched: cp-2/);
+  });
+
+  it("stops before a control plane whose reboot would cost etcd its quorum", async () => {
+    const { fake, ctx } = fixture();
+    fake.stage("cp-1", "vm.swappiness: 1");
+    fake.byName("cp-2").etcd = { state: "Preparing", health: "?" };
+    fake.byName("cp-3").etcd = { state: "Running", health: "Fail" };
+    // The cluster health check itself passes in the fake; the quorum gate must still refuse.
+    assert.equal(await runCli(["rollout", "staging"], ctx), ExitCode.failed);
+    assert.deepEqual(rebooted(fake), []);
+  });
+
+  it("names each node in health checks by the address its kubelet reports", async () => {
+    const outputs = foundationOutputs();
+    // w-1 is an OCI instance reached on its public IP; Kubernetes knows its private one.
+    outputs.kubeletAddresses = {
+      value: { "w-1": "10.0.0.21", "cp-1": "192.0.2.11" },
+      secret: false,
+    };
+    const { fake, ctx } = fixture(undefined, outputs);
+    fake.stage("w-2", "vm.swappiness: 1");
+    assert.equal(await runCli(["rollout", "staging"], ctx), ExitCode.ok);
+    for (const check of fake.healthChecks) {
+      assert.deepEqual(check.workers, ["10.0.0.21", "192.0.2.22", "192.0.2.23"]);
+      assert.deepEqual(check.controlPlanes, ["192.0.2.11", "192.0.2.12", "192.0.2.13"]);
+    }
+    assert.ok(fake.healthChecks.length >= 2);
+  });
+});
+
+describe("rollout's talosctl calls", () => {
+  it("reads the persistent machine config and reboots with --wait, through the cluster's own talosconfig", async () => {
+    const calls: string[][] = [];
+    const client = new TalosctlRolloutClient({
+      connection: { talosconfig: "/tmp/tc", endpoints: ["192.0.2.11", "192.0.2.12"] },
+      run: async (_command, args) => {
+        calls.push([...args]);
+        return {
+          code: 0,
+          stdout: "node: 192.0.2.21\nmetadata:\n  id: persistent\nspec: |\n  version: v1alpha1\n",
+          stderr: "",
+          timedOut: false,
+        };
+      },
+    });
+    assert.equal(await client.stagedConfig("192.0.2.21"), "version: v1alpha1\n");
+    await client.reboot("192.0.2.21", 30 * 60_000);
+    const connection = [
+      "--talosconfig",
+      "/tmp/tc",
+      "--endpoints",
+      "192.0.2.11,192.0.2.12",
+      "--nodes",
+      "192.0.2.21",
+    ];
+    assert.deepEqual(calls, [
+      ["get", "machineconfig", "persistent", "--output", "yaml", ...connection],
+      ["reboot", "--wait", "--timeout", "1800s", ...connection],
+    ]);
+  });
+});

@@ -1,0 +1,513 @@
+// Clusters over several sites: how sites are declared and validated, what crosses the firewalls the
+// program manages, KubeSpan, resolvers and NTP per site and node, and the cloud details found in the
+// same review (OCI image and VNIC, OpenStack data volume, architecture-specific extensions).
+import Ajv2020 from "ajv/dist/2020";
+import { strict as assert } from "node:assert";
+import { createPublicKey, generateKeyPairSync } from "node:crypto";
+import { readFileSync } from "node:fs";
+import * as path from "node:path";
+import { parse, parseAllDocuments } from "yaml";
+import { validatePlatformConfig } from "../components/config";
+import { jwksFromSigningKey, keyId } from "../components/gcp/jwks";
+import { imageDisplayName } from "../components/nodes/oci/platform";
+import { clone, cloudCluster, mixedCluster, problemsOf, proxmoxCluster } from "./fixtures";
+import { isSecret, readStackFile, runFoundation, STACK_SECRETS, StackValues } from "./harness";
+import type { RecordedResource } from "./mocks";
+
+const T = {
+  osRule: "openstack:networking/secGroupRule:SecGroupRule",
+  osGroup: "openstack:networking/secGroup:SecGroup",
+  osInstance: "openstack:compute/instance:Instance",
+  ociInstance: "oci:Core/instance:Instance",
+  ociImage: "oci:Core/image:Image",
+  capabilities: "oci:Core/computeImageCapabilitySchema:ComputeImageCapabilitySchema",
+  schematic: "talos:imageFactory/schematic:Schematic",
+  urls: "talos:imageFactory/getUrls:getUrls",
+  getConfiguration: "talos:machine/getConfiguration:getConfiguration",
+  vm: "proxmoxve:index/vmLegacy:VmLegacy",
+  record: "gcp:dns/recordSet:RecordSet",
+};
+
+const schema = JSON.parse(
+  readFileSync(path.join(__dirname, "fixtures", "talos-config-v1.13.9.schema.json"), "utf8"),
+);
+const validateTalos = new Ajv2020({
+  strict: false,
+  allErrors: true,
+  formats: { uri: true },
+}).compile(schema);
+
+async function run(base: () => StackValues, change: (v: any) => void, secrets = {}) {
+  const values = clone(base());
+  change(values);
+  return runFoundation(values, { secrets });
+}
+
+/** Every document a node's config was generated with, parsed. */
+function documentsOf(recorder: { invokesOf: (t: string) => any[] }, hostname: string): any[] {
+  const call = recorder
+    .invokesOf(T.getConfiguration)
+    .find((i) => i.inputs.configPatches.some((p: string) => p.includes(`hostname: ${hostname}\n`)));
+  return (call.inputs.configPatches as string[]).flatMap((p) =>
+    parseAllDocuments(p).map((d) => d.toJS()),
+  );
+}
+
+/** [ethertype, protocol, port, group or prefix] of each rule of one security group. */
+function rulesOf(recorder: { ofType: (t: string) => RecordedResource[] }, group: string) {
+  const groups = new Map(recorder.ofType(T.osGroup).map((g) => [`secgroup-${g.name}`, g.name]));
+  const id = `secgroup-${group}`;
+  return recorder
+    .ofType(T.osRule)
+    .filter((r) => r.inputs.securityGroupId === id)
+    .map((r) => [
+      r.inputs.ethertype,
+      r.inputs.protocol,
+      r.inputs.portRangeMin ?? "-",
+      r.inputs.remoteIpPrefix ?? groups.get(r.inputs.remoteGroupId),
+    ])
+    .sort();
+}
+
+describe("sites", () => {
+  const cases: [string, () => StackValues, (v: any) => void, string[]][] = [
+    [
+      "nodes at two sites without connectivity",
+      mixedCluster,
+      (v) => delete v.nodes[4].site,
+      [
+        "cluster.network.connectivity: required because the nodes are at 2 sites (proxmox, baremetal). Use kubespan (a WireGuard mesh between the nodes, UDP 51820) or routed (node addresses reach each other, e.g. over public IPv6); see docs/platforms.md, Sites",
+      ],
+    ],
+    [
+      "a VIP shared by control planes at two sites",
+      mixedCluster,
+      (v) => {
+        v.nodes[4].site = "edge";
+        v.nodes[4].role = "controlplane";
+        v.nodes[3].role = "controlplane";
+        v.cluster.network.connectivity = "routed";
+      },
+      [
+        'cluster.vip: a layer-2 VIP cannot span sites, and the control planes are at proxmox, edge; got "192.0.2.10". Drop cluster.vip and give cluster.endpoint a DNS name (talos-platform:dns can point it at the control planes) or a load balancer you run',
+      ],
+    ],
+    [
+      "settings for a site no node is at",
+      proxmoxCluster,
+      (v) => (v.cluster.sites = { hom: { nameservers: ["192.0.2.53"] } }),
+      [
+        "cluster.sites.hom: no node is at this site. Sites with nodes: proxmox (a node's site is nodes[].site, else its platform and region)",
+      ],
+    ],
+    [
+      "a routed site whose nodes' addresses the OpenStack security group cannot know",
+      cloudCluster,
+      (v) => delete v.nodes[4].oci.privateIp,
+      [
+        "cluster.sites.oci-eu-frankfurt-1.cidrs: required because nodes[4] connects from an address known only once it exists, and the OpenStack security group must let this site in. List the prefixes this site's nodes connect from, e.g. [2001:db8:200::/56]",
+      ],
+    ],
+    [
+      "an OCI node behind a public IPv4 in a routed cluster with control planes elsewhere",
+      cloudCluster,
+      (v) => {
+        v.nodes[3].oci = { assignPublicIp: true };
+        v.cluster.sites = { "oci-eu-frankfurt-1": { cidrs: ["198.51.100.0/24"] } };
+      },
+      [
+        "nodes[3].oci.assignPublicIp: its kubelet reports the private VNIC address, which control planes at other sites cannot reach (the public IPv4 is NAT, not on the node); got true. Give it oci.ipv6Address (routed over IPv6), or use cluster.network.connectivity: kubespan",
+      ],
+    ],
+    [
+      "an unknown connectivity",
+      cloudCluster,
+      (v) => (v.cluster.network.connectivity = "vpn"),
+      ['cluster.network.connectivity: expected one of kubespan, routed; got "vpn"'],
+    ],
+  ];
+  for (const [label, base, change, expected] of cases) {
+    it(`rejects ${label}`, () => assert.deepEqual(problemsOf(base, change), expected));
+  }
+
+  it("defaults each node's site to its platform, and a cloud's to its platform and region", () => {
+    const spec = validatePlatformConfig(cloudCluster(), "x");
+    assert.deepEqual(Object.keys(spec.cluster.sites), [
+      "proxmox",
+      "oci-eu-frankfurt-1",
+      "openstack",
+    ]);
+    assert.deepEqual(spec.cluster.sites.proxmox.controlPlaneCidrs, [
+      "192.0.2.11/32",
+      "192.0.2.12/32",
+      "192.0.2.13/32",
+    ]);
+    assert.equal(spec.cluster.network.connectivity, "routed");
+  });
+});
+
+describe("firewalls the program manages (OpenStack security groups)", () => {
+  it("opens the control-plane ports only on control planes, and only the workstation's API ports to apiAllowedCidrs", async () => {
+    const { recorder } = await run(cloudCluster, (v) => {
+      v.nodes = v.nodes.filter((n: any) => n.platform === "openstack");
+      v.nodes[0].role = "controlplane";
+      delete v.cluster.vip;
+      delete v.proxmox;
+      delete v.oci;
+      delete v.cluster.network.connectivity;
+      v.openstack.apiAllowedCidrs = ["198.51.100.0/24"];
+    });
+    assert.deepEqual(rulesOf(recorder, "demo-controlplanes"), [
+      ["IPv4", "tcp", 2379, "demo-controlplanes"],
+      ["IPv4", "tcp", 50001, "demo-nodes"],
+      ["IPv4", "tcp", 6443, "198.51.100.0/24"],
+      ["IPv4", "tcp", 6443, "demo-nodes"],
+      ["IPv6", "tcp", 2379, "demo-controlplanes"],
+      ["IPv6", "tcp", 50001, "demo-nodes"],
+      ["IPv6", "tcp", 6443, "demo-nodes"],
+    ]);
+    assert.deepEqual(rulesOf(recorder, "demo-nodes"), [
+      ["IPv4", "tcp", 10250, "demo-controlplanes"],
+      ["IPv4", "tcp", 50000, "198.51.100.0/24"],
+      ["IPv4", "tcp", 50000, "demo-controlplanes"],
+      ["IPv4", "udp", 4789, "demo-nodes"],
+      ["IPv6", "tcp", 10250, "demo-controlplanes"],
+      ["IPv6", "tcp", 50000, "demo-controlplanes"],
+      ["IPv6", "udp", 4789, "demo-nodes"],
+    ]);
+    const etcd = recorder.ofType(T.osRule).find((r) => r.inputs.portRangeMin === 2379)!;
+    assert.equal(etcd.inputs.portRangeMax, 2380);
+    const ports = (node: string) => recorder.named(`demo-${node}-port`).inputs.securityGroupIds;
+    assert.deepEqual(ports("os-1"), ["secgroup-demo-nodes", "secgroup-demo-controlplanes"]);
+    assert.deepEqual(ports("os-2"), ["secgroup-demo-nodes"]);
+  });
+
+  it("opens Cilium's ports instead of flannel's", async () => {
+    const { recorder } = await run(cloudCluster, (v) => (v.cluster.network.cni = "cilium"));
+    const cni = rulesOf(recorder, "demo-nodes").filter((r) => r[3] === "demo-nodes");
+    assert.deepEqual(cni, [
+      ["IPv4", "icmp", "-", "demo-nodes"],
+      ["IPv4", "tcp", 4240, "demo-nodes"],
+      ["IPv4", "tcp", 4244, "demo-nodes"],
+      ["IPv4", "udp", 8472, "demo-nodes"],
+      ["IPv6", "ipv6-icmp", "-", "demo-nodes"],
+      ["IPv6", "tcp", 4240, "demo-nodes"],
+      ["IPv6", "tcp", 4244, "demo-nodes"],
+      ["IPv6", "udp", 8472, "demo-nodes"],
+    ]);
+  });
+
+  it("with KubeSpan opens its WireGuard port to every peer and nothing else to other sites", async () => {
+    const { recorder } = await run(
+      cloudCluster,
+      (v) => (v.cluster.network.connectivity = "kubespan"),
+    );
+    const rules = rulesOf(recorder, "demo-nodes");
+    assert.ok(rules.some((r) => r.join() === "IPv4,udp,51820,0.0.0.0/0"));
+    assert.ok(rules.some((r) => r.join() === "IPv6,udp,51820,::/0"));
+    const remote = rules.filter(
+      (r) => typeof r[3] === "string" && /\d/.test(r[3]) && !["0.0.0.0/0", "::/0"].includes(r[3]),
+    );
+    assert.deepEqual(remote, [], "no other site's addresses: their traffic is inside WireGuard");
+  });
+});
+
+describe("KubeSpan", () => {
+  it("enables KubeSpan and cluster discovery on every node, in documents Talos 1.13 accepts", async () => {
+    const { recorder } = await run(
+      cloudCluster,
+      (v) => (v.cluster.network.connectivity = "kubespan"),
+    );
+    for (const node of ["cp-1", "oci-1", "os-2"]) {
+      const documents = documentsOf(recorder, node);
+      const kubespan = documents.find((d) => d?.kind === "KubeSpanConfig");
+      assert.deepEqual(kubespan, { apiVersion: "v1alpha1", kind: "KubeSpanConfig", enabled: true });
+      assert.ok(validateTalos(kubespan), JSON.stringify(validateTalos.errors));
+      assert.ok(documents.some((d) => d?.cluster?.discovery?.enabled === true));
+    }
+  });
+
+  it("is not configured for routed or single-site clusters", async () => {
+    const { recorder } = await run(cloudCluster, () => undefined);
+    assert.equal(
+      documentsOf(recorder, "cp-1").some((d) => d?.kind === "KubeSpanConfig"),
+      false,
+    );
+  });
+});
+
+describe("resolvers and NTP per site and node", () => {
+  it("gives on-prem nodes the cluster's resolvers, and cloud nodes their platform's", async () => {
+    const { recorder } = await run(cloudCluster, () => undefined);
+    const resolvers = (node: string) =>
+      documentsOf(recorder, node).find((d) => d?.kind === "ResolverConfig");
+    assert.deepEqual(resolvers("cp-1").nameservers, [{ address: "192.0.2.1" }]);
+    assert.equal(resolvers("oci-1"), undefined);
+    assert.equal(resolvers("os-1"), undefined);
+  });
+
+  it("lets a site, then a node, override them, and cloud-init follows the node's", async () => {
+    const { recorder } = await run(cloudCluster, (v) => {
+      v.cluster.sites = {
+        "oci-eu-frankfurt-1": { nameservers: ["198.51.100.53"], ntpServers: ["169.254.169.254"] },
+      };
+      v.nodes[1].nameservers = ["192.0.2.53"];
+    });
+    const doc = (node: string, kind: string) =>
+      documentsOf(recorder, node).find((d) => d?.kind === kind);
+    assert.deepEqual(doc("oci-2", "ResolverConfig").nameservers, [{ address: "198.51.100.53" }]);
+    assert.deepEqual(doc("oci-2", "TimeSyncConfig").ntp.servers, ["169.254.169.254"]);
+    assert.deepEqual(doc("cp-2", "ResolverConfig").nameservers, [{ address: "192.0.2.53" }]);
+    assert.deepEqual(doc("cp-1", "ResolverConfig").nameservers, [{ address: "192.0.2.1" }]);
+    assert.deepEqual(recorder.named("demo-cp-2-vm").inputs.initialization.dns, {
+      servers: ["192.0.2.53"],
+    });
+    assert.equal(doc("os-1", "ResolverConfig"), undefined);
+  });
+});
+
+describe("OCI", () => {
+  it("names the imported image after its source object, not the cluster's Talos version", async () => {
+    const { recorder } = await run(cloudCluster, (v) => (v.cluster.talosVersion = "v1.13.10"));
+    assert.equal(recorder.ofType(T.ociImage)[0].inputs.displayName, "oracle-arm64");
+    assert.equal(
+      imageDisplayName(
+        "https://objectstorage.eu-frankfurt-1.oraclecloud.com/p/x/n/ns/b/b/o/talos-v1.13.9-oracle-arm64.qcow2",
+        "arm64",
+      ),
+      "talos-v1.13.9-oracle-arm64",
+    );
+  });
+
+  it("states the image's firmware and launch mode instead of taking the tenancy's defaults", async () => {
+    const { recorder } = await run(cloudCluster, () => undefined);
+    const [capabilities] = recorder.ofType(T.capabilities);
+    assert.equal(capabilities.inputs.imageId, "ocid1.image.oc1..demo-talos-image-oci");
+    assert.equal(capabilities.inputs.computeGlobalImageCapabilitySchemaVersionName, "2024-03-01");
+    const data = capabilities.inputs.schemaData;
+    assert.deepEqual(JSON.parse(data["Compute.Firmware"]), {
+      descriptorType: "enumstring",
+      source: "IMAGE",
+      defaultValue: "UEFI_64",
+      values: ["UEFI_64"],
+    });
+    assert.equal(JSON.parse(data["Compute.LaunchMode"]).defaultValue, "PARAVIRTUALIZED");
+    assert.equal(recorder.ofType(T.ociImage)[0].inputs.launchMode, "PARAVIRTUALIZED");
+  });
+
+  it("skips the VNIC's hostname label when the subnet has no DNS, and fixes an IPv6 address", async () => {
+    const { recorder, resolved } = await run(cloudCluster, (v) => {
+      v.oci.hostnameLabel = false;
+      v.nodes[3].oci.ipv6Address = "2001:db8:400::41";
+    });
+    const vnic = recorder.named("demo-oci-1-instance").inputs.createVnicDetails;
+    assert.equal(vnic.hostnameLabel, undefined);
+    assert.equal(vnic.assignIpv6ip, true);
+    assert.deepEqual(vnic.ipv6addressIpv6subnetCidrPairDetails, [
+      { ipv6address: "2001:db8:400::41" },
+    ]);
+    assert.equal(recorder.named("demo-oci-1-config").inputs.node, "2001:db8:400::41");
+    assert.equal(
+      resolved.kubeletAddresses["oci-1"],
+      "198.51.100.21",
+      "IPv4 services: IPv4 kubelet",
+    );
+  });
+
+  it("builds one schematic per architecture, keeping x86 microcode out of the arm64 image", async () => {
+    const { recorder } = await run(cloudCluster, (v) => {
+      v.cluster.imageFactory.architectureExtensions = { amd64: ["siderolabs/intel-ucode"] };
+    });
+    const schematics = new Map(
+      recorder.ofType(T.schematic).map((s) => [s.name, parse(s.inputs.schematic)]),
+    );
+    const extensions = (name: string) =>
+      schematics.get(name)?.customization.systemExtensions.officialExtensions;
+    assert.deepEqual(extensions("demo-schematic-oci-arm64"), undefined);
+    assert.deepEqual(extensions("demo-schematic-proxmox"), [
+      "siderolabs/intel-ucode",
+      "siderolabs/qemu-guest-agent",
+    ]);
+    assert.deepEqual(extensions("demo-schematic-openstack"), ["siderolabs/intel-ucode"]);
+    const oracle = recorder.invokesOf(T.urls).find((u) => u.inputs.platform === "oracle")!;
+    assert.equal(oracle.inputs.schematicId.length, 64);
+  });
+
+  it("refuses an x86-only extension for every node when a node runs arm64", () => {
+    assert.deepEqual(
+      problemsOf(
+        cloudCluster,
+        (v) => (v.cluster.imageFactory.extensions = ["siderolabs/amd-ucode"]),
+      ),
+      [
+        'cluster.imageFactory.extensions[0]: siderolabs/amd-ucode is built for x86 only, and nodes[3] runs the arm64 image; got "siderolabs/amd-ucode". Move it to cluster.imageFactory.architectureExtensions.amd64',
+      ],
+    );
+  });
+});
+
+describe("OpenStack data volume", () => {
+  it("makes the data volume the Talos user volume `data`, in a document Talos 1.13 accepts", async () => {
+    const { recorder } = await run(
+      cloudCluster,
+      (v) => (v.nodes[6].openstack.dataVolumeSize = 100),
+    );
+    const instance = recorder.named("demo-os-1-instance").inputs;
+    assert.equal(instance.blockDevices.length, 2);
+    assert.equal(instance.blockDevices[1].uuid, "volume-demo-os-1-data");
+    const volume = parseAllDocuments(instance.userData)
+      .map((d) => d.toJS())
+      .find((d) => d?.kind === "UserVolumeConfig");
+    assert.deepEqual(volume, {
+      apiVersion: "v1alpha1",
+      kind: "UserVolumeConfig",
+      name: "data",
+      volumeType: "disk",
+      provisioning: { diskSelector: { match: "!system_disk" } },
+    });
+    assert.ok(validateTalos(volume), JSON.stringify(validateTalos.errors));
+    const other = parseAllDocuments(recorder.named("demo-os-2-instance").inputs.userData).map((d) =>
+      d.toJS(),
+    );
+    assert.equal(
+      other.some((d) => d?.kind === "UserVolumeConfig"),
+      false,
+    );
+  });
+});
+
+describe("OpenBao's unseal identity", () => {
+  const withServices =
+    (credentials: string, extra: Record<string, unknown> = {}) =>
+    (v: any) => {
+      v.gcp = { project: "example-homelab", region: "europe-west3" };
+      v.openbao = { credentials, ...extra };
+    };
+
+  it("trusts the cluster's service-account tokens through Workload Identity Federation, with no key", async () => {
+    const { recorder, resolved } = await run(proxmoxCluster, withServices("workloadIdentity"));
+    assert.equal(recorder.ofType("gcp:serviceaccount/key:Key").length, 0);
+    assert.equal(recorder.ofType("gcp:serviceaccount/account:Account").length, 0);
+    const provider = recorder.ofType(
+      "gcp:iam/workloadIdentityPoolProvider:WorkloadIdentityPoolProvider",
+    )[0].inputs;
+    assert.equal(provider.oidc.issuerUri, "https://api.demo.example.net:6443");
+    assert.equal(
+      provider.attributeCondition,
+      'assertion.sub == "system:serviceaccount:openbao:openbao"',
+    );
+    const jwks = JSON.parse(provider.oidc.jwksJson);
+    assert.deepEqual(Object.keys(jwks.keys[0]).sort(), [
+      "alg",
+      "crv",
+      "kid",
+      "kty",
+      "use",
+      "x",
+      "y",
+    ]);
+    assert.equal(jwks.keys[0].alg, "ES256");
+    assert.doesNotMatch(provider.oidc.jwksJson, /FAKE-SECRET|"d"/, "only the public half");
+    const members = recorder
+      .ofType("gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember")
+      .map((m) => [m.inputs.role, m.inputs.member]);
+    const principal =
+      "principal://iam.googleapis.com/projects/123456789012/locations/global/workloadIdentityPools/demo-openbao/subject/system:serviceaccount:openbao:openbao";
+    assert.deepEqual(members.sort(), [
+      ["roles/cloudkms.cryptoKeyEncrypterDecrypter", principal],
+      ["roles/cloudkms.viewer", principal],
+    ]);
+    const credentials = JSON.parse(resolved.openbao.credentials);
+    assert.equal(credentials.type, "external_account");
+    assert.equal(
+      credentials.audience,
+      "//iam.googleapis.com/projects/123456789012/locations/global/workloadIdentityPools/demo-openbao/providers/demo-cluster",
+    );
+    assert.equal(credentials.credential_source.file, "/var/run/secrets/openbao/gcp/token");
+  });
+
+  it("derives the key ID Kubernetes puts in its tokens", () => {
+    const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+    const pem = privateKey.export({ type: "pkcs1", format: "pem" }).toString();
+    // As the Talos provider hands machine secrets out: base64 of the PEM.
+    const jwks = JSON.parse(jwksFromSigningKey(Buffer.from(pem).toString("base64")));
+    assert.equal(jwks.keys[0].alg, "RS256");
+    assert.equal(jwks.keys[0].kid, keyId(createPublicKey(privateKey)));
+    assert.match(jwks.keys[0].kid, /^[A-Za-z0-9_-]{43}$/);
+  });
+
+  it("grants the roles to an existing key's account and hands that key on", async () => {
+    const key = JSON.stringify({ type: "service_account", private_key: "FAKE-SECRET-existing" });
+    const { recorder, resolved, outputs } = await run(
+      proxmoxCluster,
+      withServices("existingKey", {
+        serviceAccountEmail: "bao@example-homelab.iam.gserviceaccount.com",
+      }),
+      { gcpUnsealCredentials: key },
+    );
+    assert.equal(recorder.ofType("gcp:serviceaccount/key:Key").length, 0);
+    const members = recorder.ofType("gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember");
+    assert.ok(
+      members.every(
+        (m) => m.inputs.member === "serviceAccount:bao@example-homelab.iam.gserviceaccount.com",
+      ),
+    );
+    assert.equal(resolved.openbao.credentials, key);
+    assert.equal(await isSecret(outputs.openbao!.credentials), true);
+  });
+
+  it("refuses an existing key without its account or the credential", () => {
+    assert.deepEqual(problemsOf(proxmoxCluster, withServices("existingKey")), [
+      "openbao.serviceAccountEmail: required when openbao.credentials is existingKey. The service account whose key the gcpUnsealCredentials credential holds; the program grants it the unseal roles",
+      "gcpUnsealCredentials: required as a secret when openbao.credentials is existingKey. Let the CLI resolve it (Bitwarden gcp-unseal-credentials, or GCP_UNSEAL_CREDENTIALS): the key file's JSON",
+    ]);
+  });
+});
+
+describe("prod over four sites", () => {
+  it("routes between sites with Cilium, IPv6 first, no VIP, and the API name on the control planes' IPv6", async () => {
+    const { recorder, resolved } = await runFoundation(readStackFile("prod"), {
+      stack: "prod",
+      secrets: STACK_SECRETS,
+    });
+    const spec = validatePlatformConfig(
+      { ...readStackFile("prod"), secretKeys: new Set(["fluxDeployKey"]) },
+      "prod",
+    );
+    assert.equal(spec.cluster.vip, undefined);
+    assert.equal(spec.cluster.network.connectivity, "routed");
+    assert.equal(spec.cluster.network.cni, "cilium");
+    assert.deepEqual(Object.keys(spec.cluster.sites).sort(), [
+      "edge",
+      "home",
+      "oci-eu-frankfurt-1",
+      "openstack-regionone",
+    ]);
+    const aaaa = recorder
+      .ofType(T.record)
+      .find((r) => r.inputs.name === "api.prod.example.net." && r.inputs.type === "AAAA")!;
+    assert.deepEqual(aaaa.inputs.rrdatas, [
+      "2001:db8:100::11",
+      "2001:db8:100::12",
+      "2001:db8:100::13",
+    ]);
+    // Every node is reached, and found in Kubernetes, on its IPv6 address.
+    for (const [name, address] of Object.entries(resolved.kubeletAddresses))
+      assert.match(address as string, /^2001:db8:/, `${name}`);
+    assert.equal(
+      recorder.named("prod-prod-edge-1-install").inputs.node,
+      "2001:db8:300:0:21a:2bff:fe3c:4d5e",
+    );
+    // The OpenStack group lets the other sites' prefixes in, and 51820 nowhere (routed, not KubeSpan).
+    const rules = rulesOf(recorder, "prod-nodes").map((r) => r.join());
+    assert.ok(rules.includes("IPv6,tcp,10250,2001:db8:100::/48"));
+    assert.ok(rules.includes("IPv6,udp,8472,2001:db8:300::/56"));
+    assert.ok(!rules.some((r) => r.includes("51820")));
+    const documents = documentsOf(recorder, "prod-oci-1");
+    assert.equal(
+      documents.some((d) => d?.kind === "ResolverConfig"),
+      false,
+      "the OCI nodes keep OCI's resolvers",
+    );
+  });
+});
