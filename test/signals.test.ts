@@ -1,7 +1,7 @@
 // Signals through the real process chain: `npm run platform` (npm → sh, which execs → the CLI's bin)
-// → talosctl, here a stand-in that takes a few seconds per upgrade, in a copy of the repository with
-// a two-node cluster (test/fixtures/standins/). Each test signals one level while cp-1 is being
-// upgraded, and waits a bounded time for what must follow.
+// → talosctl, here a stand-in whose upgrade lasts until the test releases it, in a copy of the
+// repository with a two-node cluster (test/fixtures/standins/). Each test signals one level while
+// cp-1 is being upgraded, and waits a bounded time for what must follow.
 import { strict as assert } from "node:assert";
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -107,7 +107,6 @@ describe("signals reach the process that acts (npm → CLI → talosctl)", funct
         .map((n) => `${n.name} ${n.address}\n`)
         .join(""),
     );
-    fs.writeFileSync(path.join(talos, "upgrade-seconds"), "3\n");
     fs.writeFileSync(path.join(talos, "log"), "");
     const outputs = foundationOutputs(CLUSTER);
     const plain = Object.fromEntries(Object.entries(outputs).map(([k, o]) => [k, o.value]));
@@ -160,6 +159,8 @@ describe("signals reach the process that acts (npm → CLI → talosctl)", funct
       });
   const events = () => log().map((entry) => entry.event);
   const upgradeStarted = () => events().includes("upgrade-start 192.0.2.11");
+  /** Lets the stand-in's upgrade finish. */
+  const release = () => fs.writeFileSync(path.join(talos, "release"), "");
 
   /** After cp-1's upgrade: its version read again, then the cluster's health, and no other upgrade. */
   function assertFinishedAndVerified(): void {
@@ -188,6 +189,8 @@ describe("signals reach the process that acts (npm → CLI → talosctl)", funct
     const run = viaNpm();
     await waitFor("cp-1's upgrade to start", upgradeStarted);
     process.kill(run.child.pid!, "SIGTERM");
+    await waitFor("the CLI to take the SIGTERM", () => /SIGTERM: stopping/.test(run.output()));
+    release();
     const { code } = await exitWithin(run, 60_000);
     assertFinishedAndVerified();
     assert.match(
@@ -204,6 +207,9 @@ describe("signals reach the process that acts (npm → CLI → talosctl)", funct
     const upgrade = log().find((entry) => entry.event === "upgrade-start 192.0.2.11")!;
     assert.notEqual(upgrade.pgid, run.child.pid, "talosctl must lead a process group of its own");
     process.kill(-run.child.pid!, "SIGINT");
+    await waitFor("the CLI to take the SIGINT", () => /SIGINT: stopping/.test(run.output()));
+    await sleep(1_200); // npm's forwarded copy has arrived by now; talosctl is still upgrading
+    release();
     const { code } = await exitWithin(run, 60_000);
     assertFinishedAndVerified();
     assert.doesNotMatch(run.output(), /stopping now/);
@@ -212,11 +218,11 @@ describe("signals reach the process that acts (npm → CLI → talosctl)", funct
   });
 
   it("SIGTERM twice to the CLI run directly: it stops at once and says cp-1 is mid-upgrade and unverified", async () => {
-    fs.writeFileSync(path.join(talos, "upgrade-seconds"), "30\n");
     const run = direct();
     await waitFor("cp-1's upgrade to start", upgradeStarted);
     process.kill(run.child.pid!, "SIGTERM");
-    await sleep(1_500);
+    await waitFor("the CLI to take the SIGTERM", () => /SIGTERM: stopping/.test(run.output()));
+    await sleep(1_100); // past the second in which a repeat counts as the same interrupt
     process.kill(run.child.pid!, "SIGTERM");
     const { code } = await exitWithin(run, 20_000);
     assert.equal(code, 130, run.output());
@@ -237,7 +243,6 @@ describe("signals reach the process that acts (npm → CLI → talosctl)", funct
   });
 
   it("talosctl killed under the CLI: the roll stops at cp-1 and says it may still be upgrading", async () => {
-    fs.writeFileSync(path.join(talos, "upgrade-seconds"), "30\n");
     const run = direct();
     await waitFor("cp-1's upgrade to start", upgradeStarted);
     const upgrade = log().find((entry) => entry.event === "upgrade-start 192.0.2.11")!;

@@ -148,7 +148,8 @@ describe("finding the Pulumi CLI", () => {
       const env: NodeJS.ProcessEnv = { PATH: bin, HOME: home };
       const result = spawnSync(
         process.execPath,
-        ["-r", "ts-node/register/transpile-only", "automation/main.ts", "up", "staging"],
+        // What `npm run platform` execs: the CLI's bin, which runs the compiled CLI.
+        [path.join(ROOT, "bin", "platform"), "up", "staging"],
         { cwd: ROOT, env, encoding: "utf8" },
       );
       assert.equal(result.status, ExitCode.missingCli, result.stderr);
