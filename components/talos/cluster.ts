@@ -6,7 +6,7 @@ import type { OnDestroyAction, TalosMachine } from "../nodes/machine";
 import { clientCredentials, ClientCredentials, machineSecretsInput } from "./credentials";
 import { ImageCatalog } from "./imageFactory";
 import { ConfigDocument, machinePatches } from "./patches";
-import { checkUserDataSizes } from "./userData";
+import { checkUserDataSizes } from "./userDataGate";
 
 /** Inputs of a {@link TalosCluster}: validated settings, never raw config. */
 export interface TalosClusterArgs {

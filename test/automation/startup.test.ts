@@ -1,11 +1,14 @@
 // The CLI's start-up: the commands that need no engine load neither the Automation API nor the
 // programs (nor the Pulumi SDK at all), so `--help`, usage errors and `stacks` start in a fraction of
-// the second those take. Checked on the real bin, in a fresh process each.
+// the second those take; nor does validating a stack file. Checked on the real bin (or module), in a
+// fresh process each.
+import * as pulumi from "@pulumi/pulumi";
 import { strict as assert } from "node:assert";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { StackConfigError } from "../../components/config";
 import { ROOT } from "../harness";
 
 const PRELOAD = path.join(ROOT, "test", "fixtures", "preload", "loadedModules.js");
@@ -69,5 +72,32 @@ describe("CLI start-up loads only what the command needs", function () {
       result.loaded.some((file) => /@pulumi\/pulumi\/automation\//.test(file)),
       result.stderr,
     );
+  });
+});
+
+describe("offline stack-file validation loads no Pulumi SDK", () => {
+  it("components/config/validate loads without @pulumi/pulumi (what `validate` runs)", () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "platform-startup-")), "l.json");
+    const result = spawnSync(
+      process.execPath,
+      [
+        "-r",
+        PRELOAD,
+        "-e",
+        `require(${JSON.stringify(path.join(ROOT, "dist", "components", "config", "validate.js"))})`,
+      ],
+      { cwd: ROOT, encoding: "utf8", env: { ...process.env, LOADED_MODULES_FILE: file } },
+    );
+    assert.equal(result.status, 0, result.stderr);
+    const loaded = JSON.parse(fs.readFileSync(file, "utf8")) as string[];
+    fs.rmSync(path.dirname(file), { recursive: true, force: true });
+    assert.deepEqual(loaded.filter(HEAVY), []);
+  });
+
+  it("a stack file's problems still reach Pulumi as a RunError (printed without a stack trace)", () => {
+    const error = new StackConfigError("Pulumi.staging.yaml", [
+      "nodes: needs 1, 3 or 5 control planes",
+    ]);
+    assert.equal(pulumi.RunError.isInstance(error), true);
   });
 });
