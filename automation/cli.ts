@@ -4,12 +4,14 @@
 // when it runs: `--help`, usage errors and the commands that need no engine never load the
 // Automation API (about a second) or the programs.
 import { Command, CommanderError, Option } from "commander";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import type { OperationRequest } from "./commands/operation";
 import { CREDENTIAL_OUTPUTS } from "./commands/outputNames";
 import type { CliContext } from "./context";
 import { DAY_TWO_EXAMPLES, registerDayTwoCommands } from "./commands/dayTwo";
 import { registerRolloutCommand, ROLLOUT_EXAMPLES } from "./commands/rollout";
-import { ExitCode, type ExitCodeValue, reportError } from "./errors";
+import { ExitCode, type ExitCodeValue, UserError, reportError } from "./errors";
 import type { Operation } from "./guards";
 import { DEFAULT_LAYER, LAYER_CHOICES, LAYER_NAMES, type LayerName } from "./layerNames";
 
@@ -18,6 +20,9 @@ export const INVOCATION = "npm run platform --";
 
 const EXAMPLES = `
 Examples:
+  ${INVOCATION} init dev --from proxmox-vm
+  ${INVOCATION} validate
+  ${INVOCATION} validate dev --layer foundation
   ${INVOCATION} stacks
   ${INVOCATION} preview staging --diff
   ${INVOCATION} preview prod --layer app --summary preview.md
@@ -68,6 +73,8 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
       writeErr: (text) => ctx.stderr.write(text),
     })
     .showHelpAfterError(`(run \`${INVOCATION} --help\` for usage)`)
+    // Our own "did you mean" (unknownCommandHint) also knows the words people use for our commands.
+    .showSuggestionAfterError(false)
     .addHelpText("after", EXAMPLES);
 
   const engineCommand = (operation: Operation, description: string) =>
@@ -85,9 +92,11 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
 
   engineCommand("preview", "show what up would change")
     .option("--diff", "show the property-level diff of every change")
-    .option(
-      "--summary <file>",
-      "merge a Markdown summary for a pull request into <file> (several previews, one file)",
+    .addOption(
+      new Option(
+        "--summary <file>",
+        "merge a Markdown summary for a pull request into <file> (several previews, one file)",
+      ).argParser(summaryFileArgument(ctx)),
     )
     .option("--skip-missing-layer", skipMissingLayer)
     .action(runEngine("preview"));
@@ -163,10 +172,151 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
       done(listStacks(ctx, options.layer));
     });
 
+  program
+    .command("validate")
+    .description(
+      "check stack files, credentials and the Pulumi CLI offline, every problem at once; exit 0 when ready to preview",
+    )
+    .argument("[env...]", "environments to check (default: every stack file of the layers)")
+    .addOption(layerOption(true, "all"))
+    .action(async (envs: string[], options: LayerOption) => {
+      const { validateStacks } = await import("./commands/validate");
+      done(validateStacks(ctx, { envs, layer: options.layer }));
+    });
+
+  program
+    .command("init")
+    .description(
+      "create the stack on its backend with its secrets provider (from an example with --from), then say what is still missing",
+    )
+    .argument("<env>", "environment: the stack name, Pulumi.<env>.yaml")
+    .addOption(layerOption(false))
+    .option("--from <example>", "first write Pulumi.<env>.yaml from examples/Pulumi.<example>.yaml")
+    .addOption(installCliOption())
+    .action(async (env: string, options: { layer: LayerName; from?: string } & CliOptions) => {
+      const { initStack } = await import("./commands/init");
+      done(
+        await initStack(ctx, {
+          env,
+          layer: options.layer,
+          installCli: options.installCli === true,
+          ...(options.from !== undefined ? { from: options.from } : {}),
+        }),
+      );
+    });
+
   registerDayTwoCommands(program, ctx, done);
   registerRolloutCommand(program, ctx, done);
+  pointAtOwnHelp(program, []);
 
   return program;
+}
+
+/** `--summary` names a file to write: a folder there is a usage error before anything runs. */
+function summaryFileArgument(ctx: CliContext): (value: string) => string {
+  return (value) => {
+    const file = path.resolve(ctx.cwd, value);
+    if (fs.existsSync(file) && fs.statSync(file).isDirectory()) {
+      throw new UserError({
+        what: "--summary",
+        problem: "must name a file, not a folder",
+        got: JSON.stringify(file),
+        fix: `Name a file in it, e.g. --summary ${path.join(value, "preview.md")}`,
+      });
+    }
+    return value;
+  };
+}
+
+/** Each command's usage errors point at its own --help (`upgrade talos --help`), not the program's. */
+function pointAtOwnHelp(command: Command, names: readonly string[]): void {
+  for (const sub of command.commands) {
+    const full = [...names, sub.name()];
+    sub.showHelpAfterError(`(run \`${INVOCATION} ${full.join(" ")} --help\` for usage)`);
+    pointAtOwnHelp(sub, full);
+  }
+}
+
+/** Commands people try that mean one of ours. */
+const MEANT: Readonly<Record<string, string>> = {
+  deploy: "up",
+  apply: "up",
+  plan: "preview",
+  diff: "preview",
+  delete: "destroy",
+  down: "destroy",
+  list: "stacks",
+  ls: "stacks",
+  check: "validate",
+  lint: "validate",
+  new: "init",
+  create: "init",
+  "etcd backup": "etcd snapshot",
+  "etcd save": "etcd snapshot",
+  "etcd recover": "etcd restore",
+  "upgrade k8s": "upgrade kubernetes",
+};
+
+/** Levenshtein distance, for "did you mean" on a mistyped command. */
+function distance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(
+        previous[j] + 1,
+        current[j - 1] + 1,
+        previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    }
+    previous = current;
+  }
+  return previous[b.length];
+}
+
+/**
+ * A hint for an unknown command: the command meant (`etcd backup` → `etcd snapshot`, a typo → the
+ * closest name), or for `upgrade <env>` the missing word (`upgrade talos <env>`).
+ */
+export function unknownCommandHint(program: Command, argv: readonly string[]): string | undefined {
+  let command = program;
+  const path: string[] = [];
+  let index = 0;
+  for (; index < argv.length; index++) {
+    const word = argv[index];
+    if (word.startsWith("-")) continue;
+    const sub = command.commands.find((c) => c.name() === word || c.aliases().includes(word));
+    if (!sub) break;
+    command = sub;
+    path.push(word);
+  }
+  const unknown = argv[index];
+  if (unknown === undefined) return undefined;
+  const rest = argv.slice(index + 1);
+  const suggest = (words: string) =>
+    `did you mean \`${INVOCATION} ${[words, ...rest].join(" ")}\`?`;
+  const meant = MEANT[[...path, unknown].join(" ")];
+  if (meant) return suggest(meant);
+  const names = command.commands.map((c) => c.name());
+  const close = names
+    .map((name) => ({ name, d: distance(unknown.toLowerCase(), name) }))
+    .filter(({ d }) => d <= 2)
+    .sort((x, y) => x.d - y.d)[0];
+  if (close) return suggest([...path, close.name].join(" "));
+  if (path.join(" ") === "upgrade") {
+    // `upgrade staging …`: the environment came where talos or kubernetes belongs.
+    const args = [unknown, ...rest].join(" ");
+    const to = rest[rest.indexOf("--to") + 1];
+    const talos = `\`${INVOCATION} upgrade talos ${args}${to ? "" : " --to vX.Y.Z"}\``;
+    const kubernetes = `\`${INVOCATION} upgrade kubernetes ${args}${to ? "" : " --to X.Y.Z"}\``;
+    if (to === undefined || rest.indexOf("--to") < 0) {
+      return `upgrade needs what to upgrade first: ${talos} or ${kubernetes}`;
+    }
+    return `upgrade needs what to upgrade first: ${to.startsWith("v") ? talos : kubernetes}`;
+  }
+  return names.length > 0
+    ? `${[INVOCATION, ...path].join(" ")} takes one of: ${names.join(", ")}`
+    : undefined;
 }
 
 /** The options of preview/up/refresh/destroy as commander parsed them (each command has a subset). */
@@ -209,6 +359,10 @@ export async function runCli(argv: readonly string[], ctx: CliContext): Promise<
     return code;
   } catch (error) {
     if (error instanceof CommanderError) {
+      if (error.code === "commander.unknownCommand") {
+        const hint = unknownCommandHint(program, argv);
+        if (hint) ctx.stderr.write(`hint: ${hint}\n`);
+      }
       // Help and version exit 0; every parse error is a usage error.
       return error.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
     }

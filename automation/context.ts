@@ -2,6 +2,7 @@
 // the streams, the clock, the environment and the workspace factory.
 import type { Env } from "./backend";
 import type { BwsRunner } from "./bitwarden";
+import type { ValidateStack } from "./readiness";
 import type { FetchJson } from "./githubOidc";
 import type { InterruptHandle } from "./interrupts";
 import type { TextSink } from "./progress";
@@ -39,6 +40,11 @@ export interface CliContext {
   readonly startTicker?: (tick: () => void) => () => void;
   /** Runs the Bitwarden Secrets Manager CLI (injectable for tests). @default the `bws` on PATH */
   readonly bws?: BwsRunner;
+  /**
+   * The layers' stack validation, run before the engine. @default each layer's own validation
+   * (tests of engine runs, whose stack files are placeholders, pass one that finds nothing)
+   */
+  readonly validateStack?: ValidateStack;
   /** Fetches GitHub's OIDC token (injectable for tests). @default Node's fetch */
   readonly fetchJson?: FetchJson;
   /** Random bytes for the generated passphrase (injectable for tests). */

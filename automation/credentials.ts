@@ -156,18 +156,24 @@ export function engineCredentials(
   return key && !env.GOOGLE_CREDENTIALS ? { GOOGLE_CREDENTIALS: key } : {};
 }
 
+/** What was found for one layer: the run's secret config, each source, and what is missing. */
+export interface FoundCredentials extends ResolvedCredentials {
+  /** Required credentials found nowhere. */
+  readonly missing: readonly Credential[];
+}
+
 /**
- * Finds every credential the layer declares, in order: Bitwarden, the environment, the stack file
- * (the CI job's OIDC token for OpenBao is added right before the run, see githubOidc.ts).
- * A required one found nowhere is an error naming it and every place looked; nothing is printed of a
- * value. `bitwarden` is the listing of one `bws secret list`, shared by the layers of a run.
+ * Looks for every credential the layer declares, in order: Bitwarden, the environment, the stack
+ * file (the CI job's OIDC token for OpenBao is added right before the run, see githubOidc.ts).
+ * Never throws: {@link resolveCredentials} turns what is missing into an error, and the readiness
+ * report lists it with the other problems. Nothing is printed of a value.
  */
-export function resolveCredentials(input: {
+export function findCredentials(input: {
   readonly layer: Layer;
   readonly stackFile: StackFile;
   readonly env: Env;
   readonly bitwarden: ReadonlyMap<string, string> | undefined;
-}): ResolvedCredentials {
+}): FoundCredentials {
   const { layer, stackFile, env, bitwarden } = input;
   const runSecrets: Record<string, string> = {};
   const sources: Record<string, CredentialSource> = {};
@@ -192,10 +198,39 @@ export function resolveCredentials(input: {
       leftInStackFile.push(key);
     }
   }
+  return {
+    runSecrets,
+    sources,
+    engineEnv: engineCredentials(env, bitwarden),
+    leftInStackFile,
+    missing,
+  };
+}
+
+/** Every place a credential is looked for, for messages. */
+export function credentialPlaces(credential: Credential, bitwardenListed: boolean): string {
+  return (
+    `Bitwarden secret "${credential.bitwardenKey}"${bitwardenListed ? "" : " (BWS_ACCESS_TOKEN not set)"}, ` +
+    `environment variable ${credential.envVar}, or \`pulumi config set --secret ${credential.configKey}\``
+  );
+}
+
+/**
+ * Finds every credential the layer declares, in order: Bitwarden, the environment, the stack file.
+ * A required one found nowhere is an error naming it and every place looked; nothing is printed of a
+ * value. `bitwarden` is the listing of one `bws secret list`, shared by the layers of a run.
+ */
+export function resolveCredentials(input: {
+  readonly layer: Layer;
+  readonly stackFile: StackFile;
+  readonly env: Env;
+  readonly bitwarden: ReadonlyMap<string, string> | undefined;
+}): ResolvedCredentials {
+  const { layer, stackFile, bitwarden } = input;
+  const { missing, ...found } = findCredentials(input);
   if (missing.length > 0) {
     const looked = (c: Credential) =>
-      `${c.configKey} (${c.what}): Bitwarden secret "${c.bitwardenKey}"${bitwarden ? "" : " (BWS_ACCESS_TOKEN not set)"}, ` +
-      `environment variable ${c.envVar}, or \`pulumi config set --secret ${c.configKey}\``;
+      `${c.configKey} (${c.what}): ${credentialPlaces(c, bitwarden !== undefined)}`;
     throw new UserError(
       {
         what: `${layer.name} (${path.basename(stackFile.path)})`,
@@ -206,5 +241,5 @@ export function resolveCredentials(input: {
       ExitCode.usage,
     );
   }
-  return { runSecrets, sources, engineEnv: engineCredentials(env, bitwarden), leftInStackFile };
+  return found;
 }

@@ -255,7 +255,10 @@ export class RunTally {
   }
 
   private diagnostic(event: DiagnosticEvent): TallyUpdate | undefined {
-    if (event.ephemeral) return undefined;
+    // The real engine streams the SDK's debug log too (severity "debug", which the Automation API's
+    // type leaves out): most events of a run, with invoke results (machine configs) in plain text.
+    // Pulumi's own display hides them without --debug.
+    if (event.ephemeral || (event.severity as string) === "debug") return undefined;
     const message = plainMessage(event.message);
     if (message === "") return undefined;
     const urn = event.urn ?? "";

@@ -1,19 +1,9 @@
 // One error format for the CLI, `<what>: <problem>; got <value>. <fix>`, and the exit codes scripts
 // can rely on. Engine and Automation API errors are translated here so the operator never sees a
 // stack trace or the Pulumi CLI's raw stdout/stderr dump.
-import type * as automation from "@pulumi/pulumi/automation";
-
-/**
- * The Automation API's error classes, loaded when an engine error is translated (the engine has run,
- * so the API is loaded already): commands that never run the engine must not pay its second of load.
- */
-function automationErrors(): Pick<
-  typeof automation,
-  "CommandError" | "ConcurrentUpdateError" | "StackNotFoundError"
-> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return require("@pulumi/pulumi/automation");
-}
+//
+// Nothing here loads the Automation API: commands that never run the engine (validate, stacks)
+// import this module too, and must start fast. Its errors are recognized by their shape instead.
 
 /** Exit codes of `npm run platform`; documented in the README so scripts can branch on them. */
 export const ExitCode = {
@@ -139,10 +129,20 @@ export function isSpawnNotFound(error: unknown): boolean {
   return /spawn \S+ ENOENT/.test(message);
 }
 
+/** Whether an error is the Automation API's CommandError (or a subclass): it carries the CLI's result. */
+function isCommandError(error: unknown): boolean {
+  return error instanceof Error && "commandResult" in error;
+}
+
+/** Whether an error is the Automation API error class of that name. */
+function isAutomationError(error: unknown, name: string): boolean {
+  return isCommandError(error) && (error as Error).name === name;
+}
+
 /** Whether the Automation API refused to select a stack because the backend does not have it. */
 export function isStackNotFound(error: unknown): boolean {
   return (
-    error instanceof automationErrors().StackNotFoundError ||
+    isAutomationError(error, "StackNotFoundError") ||
     /no stack named .* found/.test(commandStderr(error))
   );
 }
@@ -165,10 +165,9 @@ export interface EngineErrorContext {
  */
 export function translateEngineError(error: unknown, context: EngineErrorContext): Error {
   if (error instanceof UserError || error instanceof OperationFailedError) return error;
-  const { CommandError, ConcurrentUpdateError } = automationErrors();
   const stderr = commandStderr(error);
   if (
-    error instanceof ConcurrentUpdateError ||
+    isAutomationError(error, "ConcurrentUpdateError") ||
     /currently locked by|\[409\] Conflict/.test(stderr)
   ) {
     return new UserError(
@@ -194,7 +193,7 @@ export function translateEngineError(error: unknown, context: EngineErrorContext
       what: `${context.target} secrets`,
       problem: "the passphrase does not decrypt this stack",
       got: JSON.stringify(firstLines(stderr, 1)),
-      fix: "Set PULUMI_CONFIG_PASSPHRASE or PULUMI_CONFIG_PASSPHRASE_FILE to the passphrase the stack was created with (see the README's backend section)",
+      fix: "Set PULUMI_CONFIG_PASSPHRASE or PULUMI_CONFIG_PASSPHRASE_FILE to the passphrase the stack was created with (docs/cli.md, secrets provider)",
     });
   }
   if (isSpawnNotFound(error)) {
@@ -208,7 +207,7 @@ export function translateEngineError(error: unknown, context: EngineErrorContext
       ExitCode.missingCli,
     );
   }
-  if (error instanceof CommandError || context.failures.length > 0 || context.errors.length > 0) {
+  if (isCommandError(error) || context.failures.length > 0 || context.errors.length > 0) {
     const errors = context.errors.length > 0 ? context.errors : engineErrorLines(stderr);
     return new OperationFailedError(context.target, context.operation, context.failures, errors);
   }

@@ -69,6 +69,32 @@ export function checkGuards(request: GuardRequest, env: Env): void {
   }
 }
 
+/** Day-two commands that change a running cluster, and what they do to it. */
+export const CLUSTER_CHANGING_COMMANDS: Readonly<Record<string, string>> = {
+  "upgrade talos": "it reboots every node into a new Talos",
+  "upgrade kubernetes": "it restarts the control plane and every kubelet",
+  "etcd restore": "it wipes etcd and brings the cluster back to a snapshot",
+  "replace-node": "it removes a member from etcd",
+};
+
+/**
+ * Refuses a command that changes a running cluster when `CI` is set, like `up` of the foundation:
+ * an operator runs it from a workstation on the cluster's network, watching it.
+ */
+export function checkDayTwoGuard(command: string, envName: string, env: Env): void {
+  const what = CLUSTER_CHANGING_COMMANDS[command];
+  if (what === undefined || !isCi(env)) return;
+  throw new UserError(
+    {
+      what: `${command} ${envName}`,
+      problem: `changes the running cluster and is not run from CI (${what})`,
+      got: `CI=${JSON.stringify(env.CI)}`,
+      fix: "Run it from a workstation on the cluster's network, without CI set",
+    },
+    ExitCode.refused,
+  );
+}
+
 /** Operations that write a stack's state. */
 const STATE_WRITING: readonly Operation[] = ["up", "refresh", "destroy"];
 

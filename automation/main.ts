@@ -1,6 +1,8 @@
 // Entry point of the CLI (`./bin/platform <command> <env>`, or `npm run platform -- …`, which execs
 // it): wires the CLI to the real process, the real Pulumi CLI (through the Automation API) and the
 // terminal. Loads only what every command needs; the rest comes with the command that needs it.
+// First: on a too old Node.js this prints one line and exits before anything else loads.
+import "./nodeVersion";
 import * as os from "node:os";
 import { REPO_ROOT } from "../components/repoRoot";
 import { stopChildGroups } from "./childGroups";

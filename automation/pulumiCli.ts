@@ -1,31 +1,14 @@
 // Finding the Pulumi CLI up front, so a missing one is one clear message (what to install, or
 // --install-cli) before anything is written, never an Automation API stack trace halfway through.
-import * as os from "node:os";
-import * as path from "node:path";
-import { version as sdkVersion } from "@pulumi/pulumi/version";
+import { PULUMI_INSTALL_URL, PULUMI_SDK_VERSION, cliInstallRoot } from "./cliProbe";
 import { ExitCode, UserError, commandStderr, firstLines, isSpawnNotFound } from "./errors";
 
-/** Where to get the Pulumi CLI. */
-export const PULUMI_INSTALL_URL = "https://www.pulumi.com/docs/install/";
-
-/** The version of the @pulumi/pulumi SDK, which `--install-cli` installs the CLI of. */
-export const PULUMI_SDK_VERSION = sdkVersion;
+export { PULUMI_INSTALL_URL, PULUMI_SDK_VERSION, cliInstallRoot };
 
 /** How the CLI is looked up and installed: `PulumiCommand.get` / `.install`, or fakes in tests. */
 export interface PulumiCommandSource<T> {
   get(options?: { root?: string }): Promise<T>;
   install(options: { root: string }): Promise<T>;
-}
-
-/**
- * The folder `--install-cli` installs into, under the user's home: Pulumi's own per-version folder,
- * so an installation made by the Automation API elsewhere is reused.
- */
-export function cliInstallRoot(
-  homeDir: string = os.homedir(),
-  version = PULUMI_SDK_VERSION,
-): string {
-  return path.join(homeDir, ".pulumi", "versions", version);
 }
 
 /**

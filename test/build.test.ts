@@ -180,10 +180,11 @@ describe("the projects run the compiled program", () => {
     });
   }
 
-  it("the CLI is a bin run directly, and `npm run platform` execs it", () => {
+  it("the CLI is a bin run directly, and `npm run platform` execs it (after the Node.js check)", () => {
     const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8"));
     assert.deepEqual(pkg.bin, { platform: "bin/platform" });
-    assert.equal(pkg.scripts.platform, "exec ./bin/platform");
+    // exec as the script's last command: no shell stays between npm and the CLI.
+    assert.equal(pkg.scripts.platform, "node scripts/check-node.js && exec ./bin/platform");
     assert.ok((fs.statSync(path.join(ROOT, "bin", "platform")).mode & 0o111) !== 0);
   });
 

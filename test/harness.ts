@@ -9,6 +9,12 @@ import { Recorder } from "./mocks";
 export const PROJECT = "talos-platform";
 /** The repository root, also when this file runs compiled (dist/test/harness.js, the benchmark). */
 export const ROOT = REPO_ROOT;
+/**
+ * Copies of the example stack files as they were when these tests were written: tests that check
+ * particular values read these, so editing the repository's own stack files never breaks them
+ * (test/stacks.test.ts checks the repository's files, whatever they hold).
+ */
+export const STACK_FIXTURES = path.join(ROOT, "test", "fixtures", "stacks");
 
 /** The value of an Output (rejects when it failed). */
 export function unwrap<T>(output: pulumi.Output<T> | T): Promise<T> {
@@ -31,9 +37,11 @@ export const STACK_SECRETS: Readonly<Record<string, string>> = {
     "-----BEGIN OPENSSH PRIVATE KEY-----\nFAKE-SECRET-deploy-key\n-----END OPENSSH PRIVATE KEY-----\n",
 };
 
-/** The `talos-platform:*` values of a stack file in the repository. */
+/** The `talos-platform:*` values of a stack file fixture (see {@link STACK_FIXTURES}). */
 export function readStackFile(stack: string, layerDir = ".", project = PROJECT): StackValues {
-  const file = parse(readFileSync(path.join(ROOT, layerDir, `Pulumi.${stack}.yaml`), "utf8")) as {
+  const file = parse(
+    readFileSync(path.join(STACK_FIXTURES, layerDir, `Pulumi.${stack}.yaml`), "utf8"),
+  ) as {
     config: Record<string, unknown>;
   };
   return Object.fromEntries(

@@ -14,6 +14,7 @@ import {
   isSecret,
   readStackFile,
   ROOT,
+  STACK_FIXTURES,
   runFoundation,
   setupRun,
   resolveAll,
@@ -420,7 +421,7 @@ describe("bootstrap layer", () => {
   });
 
   it("points prod at the bucket and KMS key it creates", () => {
-    const prod = parse(readFileSync(path.join(ROOT, "Pulumi.prod.yaml"), "utf8"));
+    const prod = parse(readFileSync(path.join(STACK_FIXTURES, "Pulumi.prod.yaml"), "utf8"));
     assert.equal(prod.config["talos-platform:backend"], "gs://example-homelab-pulumi-state");
     assert.equal(
       prod.secretsprovider,

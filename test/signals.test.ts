@@ -15,6 +15,7 @@ const STANDINS = path.join(ROOT, "test", "fixtures", "standins");
 /** What the compiled CLI needs from the repository, copied so the run writes nothing here. */
 const COPIED = [
   "package.json",
+  ".nvmrc",
   "tsconfig.json",
   "Pulumi.yaml",
   "index.ts",

@@ -2,16 +2,20 @@
 // replace-node, drift) on the CLI's commander program; the work is in automation/dayTwo/, loaded
 // only when one of these commands runs (`--help` and usage errors load none of it).
 import { type Command, Option } from "commander";
+import * as path from "node:path";
 import type { CliContext } from "../context";
-import type { ExitCodeValue } from "../errors";
+import { type ExitCodeValue, UserError } from "../errors";
+import { checkDayTwoGuard } from "../guards";
 import { formatDuration, parseDuration } from "../dayTwo/clock";
 import {
   DEFAULT_KEEP_SNAPSHOTS,
   DEFAULT_KUBERNETES_TIMEOUTS,
   DEFAULT_ROLLOUT_TIMEOUTS,
   PREFLIGHT_HEALTH_TIMEOUT_MS,
+  kubernetesTarget,
   parseKeep,
   parseMaxUnavailable,
+  talosTarget,
 } from "../dayTwo/options";
 
 /** The day-two commands' implementation, loaded on first use. */
@@ -61,6 +65,52 @@ function keepOption(): Option {
     .default(DEFAULT_KEEP_SNAPSHOTS);
 }
 
+/**
+ * Parses a version option, naming the option itself in the error (`--talos`, `--to`): checked while
+ * the command line is parsed, before anything is read or written.
+ */
+function versionOption(flag: string, parse: (value: string) => string, example: string) {
+  return (value: string): string => {
+    try {
+      return parse(value);
+    } catch (error) {
+      if (!(error instanceof UserError)) throw error;
+      throw new UserError({
+        ...error.problem,
+        what: flag,
+        fix: `Give the exact release, e.g. ${flag} ${example}`,
+      });
+    }
+  };
+}
+const talosVersion = (flag: string) => versionOption(flag, talosTarget, "v1.14.1");
+const kubernetesVersion = (flag: string) => versionOption(flag, kubernetesTarget, "1.37.1");
+
+/**
+ * What can be checked before a day-two command takes the stack's lock or looks for the Pulumi
+ * CLI: the guard rails, the environment, the stack file's cluster and nodes, and a node's name.
+ */
+async function precheck(
+  ctx: CliContext,
+  command: string,
+  env: string,
+  node?: string,
+): Promise<void> {
+  checkDayTwoGuard(command, env, ctx.env);
+  const { readStackCluster } = await dayTwo();
+  const stack = readStackCluster(ctx.repoRoot, env);
+  if (node !== undefined && !stack.nodes.some((n) => n.name === node)) {
+    throw new UserError({
+      what: command,
+      problem: `no node of that name in ${path.basename(stack.file)}`,
+      got: JSON.stringify(node),
+      fix:
+        `Use one of: ${stack.nodes.map((n) => n.name).join(", ")} ` +
+        "(run replace-node before taking the node out of the stack file: docs/runbooks/lost-proxmox-host.md)",
+    });
+  }
+}
+
 /** Adds the day-two commands; `done` receives each command's exit code. */
 export function registerDayTwoCommands(
   program: Command,
@@ -73,13 +123,17 @@ export function registerDayTwoCommands(
       "every check a change needs, all reported at once (versions, talosctl, nodes, etcd)",
     )
     .argument("<env>", envArgument)
-    .option(
-      "--talos <version>",
-      "check an upgrade to this Talos version (default: the stack file's)",
+    .addOption(
+      new Option(
+        "--talos <version>",
+        "check an upgrade to this Talos version (default: the stack file's)",
+      ).argParser(talosVersion("--talos")),
     )
-    .option(
-      "--kubernetes <version>",
-      "check an upgrade to this Kubernetes version (default: the stack file's)",
+    .addOption(
+      new Option(
+        "--kubernetes <version>",
+        "check an upgrade to this Kubernetes version (default: the stack file's)",
+      ).argParser(kubernetesVersion("--kubernetes")),
     )
     .addOption(
       waitOption(
@@ -94,6 +148,7 @@ export function registerDayTwoCommands(
         env: string,
         options: Common & { talos?: string; kubernetes?: string; healthTimeout: number },
       ) => {
+        await precheck(ctx, "preflight", env);
         const { preflight } = await dayTwo();
         done(
           await preflight(ctx, {
@@ -118,9 +173,13 @@ export function registerDayTwoCommands(
       "upgrade Talos node by node: control planes one at a time, then workers, gated on health",
     )
     .argument("<env>", envArgument)
-    .requiredOption(
-      "--to <version>",
-      "the Talos version to upgrade to, e.g. v1.14.1 (one minor at a time)",
+    .addOption(
+      new Option(
+        "--to <version>",
+        "the Talos version to upgrade to, e.g. v1.14.1 (one minor at a time)",
+      )
+        .argParser(talosVersion("--to"))
+        .makeOptionMandatory(),
     )
     .addOption(
       new Option("--max-unavailable <n>", "workers upgraded at once")
@@ -166,6 +225,7 @@ export function registerDayTwoCommands(
           healthTimeout: number;
         },
       ) => {
+        await precheck(ctx, "upgrade talos", env);
         const { upgradeTalos } = await dayTwo();
         done(
           await upgradeTalos(ctx, {
@@ -189,9 +249,13 @@ export function registerDayTwoCommands(
     .command("kubernetes")
     .description("upgrade Kubernetes with talosctl upgrade-k8s (dry run first), gated on health")
     .argument("<env>", envArgument)
-    .requiredOption(
-      "--to <version>",
-      "the Kubernetes version to upgrade to, e.g. 1.37.1 (one minor at a time)",
+    .addOption(
+      new Option(
+        "--to <version>",
+        "the Kubernetes version to upgrade to, e.g. 1.37.1 (one minor at a time)",
+      )
+        .argParser(kubernetesVersion("--to"))
+        .makeOptionMandatory(),
     )
     .option("--no-write", "do not update the stack file; print the line to commit instead")
     .addOption(
@@ -221,6 +285,7 @@ export function registerDayTwoCommands(
           healthTimeout: number;
         },
       ) => {
+        await precheck(ctx, "upgrade kubernetes", env);
         const { upgradeKubernetes } = await dayTwo();
         done(
           await upgradeKubernetes(ctx, {
@@ -247,6 +312,7 @@ export function registerDayTwoCommands(
     .addOption(keepOption())
     .addOption(installCli())
     .action(async (env: string, options: Common & { out?: string; keepSnapshots: number }) => {
+      await precheck(ctx, "etcd snapshot", env);
       const { etcdSnapshot } = await dayTwo();
       done(
         await etcdSnapshot(ctx, {
@@ -275,6 +341,7 @@ export function registerDayTwoCommands(
         env: string,
         options: Common & { from: string; yes?: boolean; allowHealthy?: boolean },
       ) => {
+        await precheck(ctx, "etcd restore", env);
         const { etcdRestore } = await dayTwo();
         done(
           await etcdRestore(ctx, {
@@ -298,6 +365,7 @@ export function registerDayTwoCommands(
     .option("--yes", "confirm the etcd member removal in advance")
     .addOption(installCli())
     .action(async (env: string, node: string, options: Common & { yes?: boolean }) => {
+      await precheck(ctx, "replace-node", env, node);
       const { replaceNode } = await dayTwo();
       done(
         await replaceNode(ctx, {
@@ -317,6 +385,7 @@ export function registerDayTwoCommands(
     .argument("<env>", envArgument)
     .addOption(installCli())
     .action(async (env: string, options: Common) => {
+      await precheck(ctx, "drift", env);
       const { drift } = await dayTwo();
       done(await drift(ctx, { env, installCli: options.installCli === true }));
     });

@@ -20,12 +20,7 @@ import {
   resolveLayer,
   selectLayers,
 } from "../layers";
-import { execBws, listBitwardenSecrets } from "../bitwarden";
-import {
-  type CredentialSource,
-  type ResolvedCredentials,
-  resolveCredentials,
-} from "../credentials";
+import { type CredentialSource, type ResolvedCredentials } from "../credentials";
 import { fetchGithubIdToken, githubOidcAvailable } from "../githubOidc";
 import { keepLayout, removeConfigKeys } from "../stackFile";
 import type { StackOperations } from "../workspace";
@@ -33,6 +28,7 @@ import { assertPreflight } from "../dayTwo/preflight";
 import { upPreflight } from "../dayTwo/upPreflight";
 import { acquireStackLock, locksDir } from "../lock";
 import { ProgressRenderer } from "../progress";
+import { prepareRun } from "./readyCheck";
 import { previewSection, readSummaryFile, skippedSection, writeSummarySection } from "../summary";
 
 // The lock folder lives with the lock (the day-two commands take the same locks); re-exported.
@@ -118,26 +114,22 @@ export async function runOperation(
       ctx.env,
     );
   }
-  const cli = await ctx.workspaces.ensureCli({ install: request.installCli });
-  // Every layer's credentials before any engine work: a missing one names itself and where it was
-  // looked for, and nothing runs. Bitwarden is asked once for the whole run.
-  const bitwarden = await listBitwardenSecrets(ctx.env, ctx.bws ?? execBws);
-  const credentials = new Map(
-    layers.map((layer) => [
-      layer.name,
-      resolveCredentials({
-        layer,
-        stackFile: readStackFile(layer, request.env),
-        env: ctx.env,
-        bitwarden,
-      }),
-    ]),
-  );
+  // The Pulumi CLI, Bitwarden and every layer's credentials and config before any engine work: what
+  // is missing is reported all at once, naming where each credential was looked for, and nothing runs.
+  const ready = await prepareRun(ctx, request, layers);
+  if (!ready.ok) return ready.exitCode;
   for (const layer of layers) {
-    cleanLeftoverCredentials(ctx, layer, request.env, credentials.get(layer.name)!);
+    cleanLeftoverCredentials(ctx, layer, request.env, ready.credentials.get(layer.name)!);
   }
   for (const layer of layers) {
-    await runOnLayer(ctx, request, layer, summaryFile, cli.version, credentials.get(layer.name)!);
+    await runOnLayer(
+      ctx,
+      request,
+      layer,
+      summaryFile,
+      ready.cliVersion,
+      ready.credentials.get(layer.name)!,
+    );
   }
   return ExitCode.ok;
 }
@@ -191,7 +183,8 @@ function noteNewDataKey(
 }
 
 /** The audience of CI's OIDC token: the app stack's `openbao.ci.audience`, default `openbao`. */
-function ciAudience(layer: Layer, env: string): string | undefined {
+/** The audience of the CI job's OIDC token for OpenBao, when the app stack declares CI roles. */
+export function ciAudience(layer: Layer, env: string): string | undefined {
   const openbao = readStackFile(layer, env).config[`${layer.project}:openbao`] as
     { ci?: { audience?: unknown } } | undefined;
   if (!openbao?.ci) return undefined;

@@ -1,5 +1,6 @@
 // The day-two commands' option parsers and defaults, apart from the commands themselves: the command
 // line registers them before any command runs, and must load nothing heavy to print `--help`.
+import { parseVersion } from "../../components/talos/versions";
 import { UserError } from "../errors";
 
 /** How long each wait of a roll may take. */
@@ -61,4 +62,32 @@ export function parseMaxUnavailable(value: string): number {
     });
   }
   return n;
+}
+
+/** The normalized `vX.Y.Z`, or a usage error. */
+export function talosTarget(value: string): string {
+  const version = parseVersion(value);
+  if (!version) {
+    throw new UserError({
+      what: "--to",
+      problem: "must be a Talos version like v1.14.1",
+      got: JSON.stringify(value),
+      fix: "Give the exact release, e.g. --to v1.14.1",
+    });
+  }
+  return `v${version.version}`;
+}
+
+/** The normalized `X.Y.Z`, or a usage error. */
+export function kubernetesTarget(value: string): string {
+  const version = parseVersion(value);
+  if (!version) {
+    throw new UserError({
+      what: "--to",
+      problem: "must be a Kubernetes version like 1.37.1",
+      got: JSON.stringify(value),
+      fix: "Give the exact release, e.g. --to 1.37.1",
+    });
+  }
+  return version.version;
 }

@@ -3,7 +3,6 @@
 // node (or batch) the node must answer again, report the target version and the cluster must be
 // healthy before anything else is touched. The stack file's talosVersion is bumped only at the end.
 import * as path from "node:path";
-import { parseVersion } from "../../components/talos/versions";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError } from "../errors";
 import {
@@ -24,9 +23,14 @@ import { applyBump, describeBump, planBump } from "./stackFile";
 import type { TalosClient } from "./talosClient";
 import { retagImage } from "./talosctlOutput";
 
-import { DEFAULT_ROLLOUT_TIMEOUTS, type RolloutTimeouts } from "./options";
+import { DEFAULT_ROLLOUT_TIMEOUTS, type RolloutTimeouts, talosTarget } from "./options";
 
-export { DEFAULT_ROLLOUT_TIMEOUTS, parseMaxUnavailable, type RolloutTimeouts } from "./options";
+export {
+  DEFAULT_ROLLOUT_TIMEOUTS,
+  parseMaxUnavailable,
+  type RolloutTimeouts,
+  talosTarget,
+} from "./options";
 
 /** `upgrade talos` as asked. */
 export interface TalosUpgradeRequest {
@@ -49,20 +53,6 @@ interface Stop {
   readonly node: ClusterNode;
   readonly step: "interrupted" | "quorum" | "upgrade" | "come back" | "version" | "health";
   readonly reason: string;
-}
-
-/** The normalized `vX.Y.Z`, or a usage error. */
-export function talosTarget(value: string): string {
-  const version = parseVersion(value);
-  if (!version) {
-    throw new UserError({
-      what: "--to",
-      problem: "must be a Talos version like v1.14.1",
-      got: JSON.stringify(value),
-      fix: "Give the exact release, e.g. --to v1.14.1",
-    });
-  }
-  return `v${version.version}`;
 }
 
 /** Control planes one per batch, then workers `maxUnavailable` per batch, in stack-file order. */

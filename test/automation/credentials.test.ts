@@ -274,7 +274,11 @@ describe("credentials", () => {
       });
       const ctx = testContext({ repoRoot: repo, env: {} });
       assert.equal(await runCli(["up", "staging"], ctx), ExitCode.usage);
-      assert.match(ctx.stderr.text, /missing credentials proxmoxApiToken, fluxDeployKey/);
+      assert.match(
+        ctx.stderr.text,
+        /^  - proxmoxApiToken: missing credential, the Proxmox API token/m,
+      );
+      assert.match(ctx.stderr.text, /^  - fluxDeployKey: missing credential, the SSH private key/m);
       assert.equal(ctx.workspaces.callsOf("openStack").length, 0);
       assert.equal(ctx.workspaces.callsOf("operation").length, 0);
     });

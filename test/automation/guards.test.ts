@@ -135,7 +135,8 @@ describe("guard rails", () => {
     assert.equal(await runCli(["preview", "staging", "--layer", "app"], ctx), ExitCode.usage);
     assert.match(
       ctx.stderr.text,
-      /^secrets: PULUMI_CONFIG_PASSPHRASE is set but empty \(in CI: a secret that does not exist\); got ""\./,
+      // One line of the readiness report printed before any engine work.
+      /^ {2}- secrets: PULUMI_CONFIG_PASSPHRASE is set but empty \(in CI: a secret that does not exist\); got ""\./m,
     );
     assert.equal(ctx.workspaces.callsOf("openStack").length, 0);
   });

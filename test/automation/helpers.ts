@@ -217,6 +217,8 @@ export function testContext(
     clock: new FakeClock().read,
     host: { pid: process.pid, hostname: "test-host", isAlive: () => true },
     random: (size: number) => Buffer.alloc(size, 7),
+    // The stack files of engine-run tests are placeholders; readiness tests pass the real validation.
+    validateStack: () => [],
     ...overrides,
     workspaces,
     stdout,

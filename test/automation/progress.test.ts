@@ -24,7 +24,7 @@ const ESC = "\u001b[";
 function play(
   fixture: string,
   mode: ProgressMode,
-  options: { operation?: string; sink?: MemorySink; stopAfter?: number } = {},
+  options: { operation?: string; sink?: MemorySink; stopAfter?: number; target?: string } = {},
 ) {
   const events = loadEngineEvents(fixture);
   const clock = new FakeClock(events[0].timestamp * 1000);
@@ -34,7 +34,11 @@ function play(
     mode,
     clock: clock.read,
     operation: options.operation ?? "up",
-    target: "foundation/staging",
+    target:
+      options.target ??
+      (fixture.endsWith("-engine") || fixture.includes("-engine-")
+        ? "foundation/engine"
+        : "foundation/staging"),
   });
   for (const event of events.slice(0, options.stopAfter)) {
     clock.now = event.timestamp * 1000;
@@ -235,6 +239,122 @@ describe("progress view", () => {
       assert.equal(shown.length, 7);
       assert.match(shown[1], /creating vm-1 .* 6s$/);
       assert.equal(shown[6], "  … and 2 more");
+    });
+  });
+
+  describe("on events recorded from the real engine (npm run test:engine)", () => {
+    const planned = (text: string) =>
+      text
+        .split("\n")
+        .map((line) => line.replace(/^\[\d+:\d+\] /, ""))
+        .filter((line) => / \(talos:/.test(line));
+
+    it("names each step of a failed up, the failing resources with the provider's error, and the engine's counts", () => {
+      const { renderer, out } = play("up-foundation-engine-failed", "plain");
+      const summary = renderer.finish({ ok: false });
+      assert.deepEqual(planned(out.text), [
+        "creating engine-secrets (talos:machine/secrets:Secrets)",
+        "created engine-secrets (talos:machine/secrets:Secrets) in 1s",
+        "creating engine-worker-1-config (talos:machine/configurationApply:ConfigurationApply)",
+        "creating engine-cp-1-config (talos:machine/configurationApply:ConfigurationApply)",
+        "failed to create engine-worker-1-config (talos:machine/configurationApply:ConfigurationApply)",
+        "failed to create engine-cp-1-config (talos:machine/configurationApply:ConfigurationApply)",
+      ]);
+      assert.match(
+        out.text,
+        /^\[1:48\] error: engine-cp-1-config: Error applying configuration: rpc error: code = Unavailable .*dial tcp 127\.0\.20\.11:50000: connect: connection refused"$/m,
+      );
+      assert.equal(
+        summary,
+        "up foundation/engine: failed after 1m49s; 2 failed resources; 5 created",
+      );
+      assert.deepEqual(
+        renderer.tally.failures.map((f) => [f.op, f.name]),
+        [
+          ["create", "engine-worker-1-config"],
+          ["create", "engine-cp-1-config"],
+        ],
+      );
+    });
+
+    it("leaves out components (the engine omits their `custom`), the stack and the SDK's debug log", () => {
+      const { out, events } = play("up-foundation-engine-failed", "plain");
+      assert.ok(
+        events.some((e) => (e.diagnosticEvent?.severity as string) === "debug"),
+        "the recording has debug diagnostics",
+      );
+      assert.doesNotMatch(
+        out.text,
+        /platform:talos:Cluster|platform:baremetal:Node|pulumi:pulumi:Stack/,
+      );
+      assert.doesNotMatch(out.text, /debug message|info:/);
+    });
+
+    it("lists a preview's plan once per resource", () => {
+      const { renderer, out } = play("preview-foundation-engine", "plain", {
+        operation: "preview",
+      });
+      renderer.finish({ ok: true });
+      assert.deepEqual(planned(out.text), [
+        "+  create engine-secrets (talos:machine/secrets:Secrets)",
+        "+  create engine-cp-1-config (talos:machine/configurationApply:ConfigurationApply)",
+        "+  create engine-worker-1-config (talos:machine/configurationApply:ConfigurationApply)",
+        "+  create engine-bootstrap (talos:machine/bootstrap:Bootstrap)",
+        "+  create engine-kubeconfig (talos:cluster/kubeconfig:Kubeconfig)",
+      ]);
+      assert.match(out.text, /preview foundation\/engine: done in 1m48s; 9 to create\n$/);
+    });
+
+    it("shows the operations under way in the live block", () => {
+      const events = loadEngineEvents("up-foundation-engine-failed");
+      const stopAfter = events.findIndex((e) => e.resOpFailedEvent !== undefined) - 1;
+      const { out } = play("up-foundation-engine-failed", "live", { stopAfter });
+      const shown = screen(out.text);
+      const block = shown.findIndex((line) => line.startsWith("⠋"));
+      assert.ok(
+        shown
+          .slice(0, block)
+          .includes("created engine-secrets (talos:machine/secrets:Secrets) in 1s"),
+        shown.join("\n"),
+      );
+      assert.match(shown[block], /^⠋ up foundation\/engine {2}\d+\/\d+ resources {2}1m4\ds$/);
+      assert.deepEqual(
+        shown.slice(block + 1).map((line) => line.replace(/ {2}\d+s$/, "")),
+        [
+          "  creating engine-worker-1-config (talos:machine/configurationApply:ConfigurationApply)",
+          "  creating engine-cp-1-config (talos:machine/configurationApply:ConfigurationApply)",
+        ],
+      );
+    });
+
+    it("names a protected resource the engine refuses to delete, with the engine's words", () => {
+      const { renderer, out } = play("destroy-foundation-engine-protected", "plain", {
+        operation: "destroy",
+      });
+      const summary = renderer.finish({ ok: false });
+      assert.match(
+        out.text,
+        /error: engine-secrets: resource "urn:pulumi:engine::talos-platform::.*engine-secrets" cannot be deleted\nbecause it is protected/,
+      );
+      assert.match(summary, /^destroy foundation\/engine: failed after 0s; 1 failed resource; /);
+      assert.deepEqual(
+        renderer.tally.failures.map((f) => [f.op, f.name]),
+        [["delete", "engine-secrets"]],
+      );
+    });
+
+    it("counts a finished destroy as the engine does", () => {
+      const { renderer, out } = play("destroy-foundation-engine", "plain", {
+        operation: "destroy",
+      });
+      assert.equal(
+        renderer.finish({ ok: true }),
+        "destroy foundation/engine: done in 0s; 3 deleted",
+      );
+      assert.deepEqual(planned(out.text), [
+        "deleting engine-secrets (talos:machine/secrets:Secrets)",
+        "deleted engine-secrets (talos:machine/secrets:Secrets) in 0s",
+      ]);
     });
   });
 

@@ -1,5 +1,4 @@
 import { PulumiCommand } from "@pulumi/pulumi/automation";
-import { spawnSync } from "node:child_process";
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -11,7 +10,7 @@ import {
   cliInstallRoot,
   resolvePulumiCommand,
 } from "../../automation/pulumiCli";
-import { ROOT } from "./helpers";
+import { EVERY_CREDENTIAL, runCliProcess } from "./process";
 
 /** A source whose lookups fail like the real `PulumiCommand.get` on a machine without the CLI. */
 function recordingSource(options: { onPath?: unknown; inRoot?: unknown; install?: unknown } = {}) {
@@ -141,23 +140,26 @@ describe("finding the Pulumi CLI", () => {
   });
 
   it("`npm run platform -- up staging` on a machine without the CLI exits 5 saying what to install", function () {
-    this.timeout(60_000);
+    this.timeout(120_000);
     const home = fs.mkdtempSync(path.join(os.tmpdir(), "home-"));
     const bin = fs.mkdtempSync(path.join(os.tmpdir(), "bin-"));
     try {
-      const env: NodeJS.ProcessEnv = { PATH: bin, HOME: home };
-      const result = spawnSync(
-        process.execPath,
-        // What `npm run platform` execs: the CLI's bin, which runs the compiled CLI.
-        [path.join(ROOT, "bin", "platform"), "up", "staging"],
-        { cwd: ROOT, env, encoding: "utf8" },
-      );
+      // Every credential present: the CLI is the one thing missing.
+      const result = runCliProcess(["up", "staging"], {
+        ...EVERY_CREDENTIAL,
+        PATH: bin,
+        HOME: home,
+      });
       assert.equal(result.status, ExitCode.missingCli, result.stderr);
+      const lines = result.stderr.trim().split("\n");
       assert.equal(
-        result.stderr.trim(),
+        lines.at(-2),
         `Pulumi CLI: not found on PATH nor in ${cliInstallRoot(home)}; got "spawn pulumi ENOENT". Install it (https://www.pulumi.com/docs/install/), or rerun with --install-cli to install Pulumi ${PULUMI_SDK_VERSION} into ${cliInstallRoot(home)}`,
       );
+      assert.match(lines[0], /^foundation\/staging \(Pulumi\.staging\.yaml\): ready to preview$/);
+      assert.equal(lines.at(-1), "up staging: 1 of 1 stack ready; no usable Pulumi CLI");
       assert.equal(result.stdout, "");
+      assert.doesNotMatch(result.stderr, /FAKE-SECRET/);
     } finally {
       fs.rmSync(home, { recursive: true, force: true });
       fs.rmSync(bin, { recursive: true, force: true });

@@ -53,6 +53,29 @@ describe("preview summary for pull requests", () => {
     }
   });
 
+  it("counts and tables the changes of a preview recorded from the real engine", () => {
+    const s = section("foundation", "engine", "preview-foundation-engine");
+    assert.equal(s.status, "ok");
+    // The engine's own count (9) includes the stack resource itself, which a summary leaves out.
+    assert.equal(engineCounts("preview-foundation-engine").create, 9);
+    assert.equal(s.counts.create, 8);
+    const markdown = renderSummary([s]);
+    for (const [name, type] of [
+      ["engine-secrets", "talos:machine/secrets:Secrets"],
+      ["engine-cp-1-config", "talos:machine/configurationApply:ConfigurationApply"],
+      ["engine-worker-1-config", "talos:machine/configurationApply:ConfigurationApply"],
+      ["engine-bootstrap", "talos:machine/bootstrap:Bootstrap"],
+      ["engine-kubeconfig", "talos:cluster/kubeconfig:Kubeconfig"],
+    ]) {
+      assert.ok(
+        rows(markdown, "create").includes(`| create | \`${name}\` | \`${type}\` |  |`),
+        name,
+      );
+    }
+    assert.doesNotMatch(markdown, /pulumi:pulumi:Stack/);
+    assert.doesNotMatch(markdown, /\[!CAUTION\]/, "creating the protected secrets is no caution");
+  });
+
   it("tables every changed resource with the properties that changed, a replacement once", () => {
     const markdown = renderSummary([
       section("foundation", "staging", "preview-foundation-staging"),

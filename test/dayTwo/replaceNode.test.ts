@@ -1,4 +1,6 @@
 import { strict as assert } from "node:assert";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { runCli } from "../../automation/cli";
 import { ExitCode } from "../../automation/errors";
 import { cleanupRepos } from "../automation/helpers";
@@ -111,7 +113,10 @@ describe("replace-node", () => {
     assert.equal(await runCli(["replace-node", "staging", "cp-9"], f.ctx), ExitCode.usage);
     assert.match(
       f.ctx.stderr.text,
-      /replace-node: no deployed node of staging has that name; got "cp-9"\. Use one of: cp-1, cp-2, cp-3, w-1, w-2, w-3/,
+      /^replace-node: no node of that name in Pulumi\.staging\.yaml; got "cp-9"\. Use one of: cp-1, cp-2, cp-3, w-1, w-2, w-3 /,
     );
+    // Checked before the lock is taken or the Pulumi CLI is looked for.
+    assert.deepEqual(f.ctx.workspaces.calls, []);
+    assert.equal(fs.existsSync(path.join(f.ctx.repoRoot, ".pulumi-state", "locks")), false);
   });
 });

@@ -4,12 +4,12 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { parse } from "yaml";
 import { applyBump, describeBump, planBump } from "../../automation/dayTwo";
-import { ROOT } from "../automation/helpers";
+import { STACK_FIXTURES } from "../harness";
 
 function copy(name: string): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "stack-bump-"));
   const file = path.join(dir, name);
-  fs.copyFileSync(path.join(ROOT, name), file);
+  fs.copyFileSync(path.join(STACK_FIXTURES, name), file);
   return file;
 }
 

@@ -1,0 +1,79 @@
+// `validate [env ...]`: the readiness report of every stack asked for (all of every layer by
+// default), offline: no engine, no Pulumi CLI run beyond `pulumi version`, no Bitwarden, no cloud.
+// Exit 0 only when each stack is ready to preview.
+import { probePulumiCli } from "../cliProbe";
+import type { CliContext } from "../context";
+import { type ExitCodeValue, UserError } from "../errors";
+import {
+  type Layer,
+  type LayerName,
+  listEnvironments,
+  requireEnvironment,
+  resolveLayer,
+  selectLayers,
+} from "../layers";
+import { type StackCheck, checkStack, formatReport, readinessExitCode } from "../readiness";
+import { configProblems } from "../stackValidation";
+
+/** `validate` as asked. */
+export interface ValidateRequest {
+  /** Environments to check; every one of the layers when empty. */
+  readonly envs: readonly string[];
+  readonly layer: LayerName | "all";
+}
+
+/** The stacks a validate run checks, in layer order. */
+export function stacksToCheck(
+  repoRoot: string,
+  request: ValidateRequest,
+): { layer: Layer; env: string }[] {
+  const layers = selectLayers(repoRoot, request.layer).map((name) => resolveLayer(repoRoot, name));
+  if (request.layer !== "all") {
+    for (const env of request.envs) requireEnvironment(layers[0], env);
+  } else {
+    const known = [...new Set(layers.flatMap(listEnvironments))].sort();
+    const unknown = request.envs.filter((env) => !known.includes(env));
+    if (unknown.length > 0) {
+      throw new UserError({
+        what: "environment",
+        problem: `no stack file Pulumi.${unknown[0]}.yaml in any layer`,
+        got: JSON.stringify(unknown.join(", ")),
+        fix:
+          known.length > 0
+            ? `Use one of: ${known.join(", ")}; or create it: npm run platform -- init ${unknown[0]} --from <example> (examples/README.md)`
+            : "Create a stack file first: npm run platform -- init <env> --from <example> (examples/README.md)",
+      });
+    }
+  }
+  return layers.flatMap((layer) =>
+    listEnvironments(layer)
+      .filter((env) => request.envs.length === 0 || request.envs.includes(env))
+      .map((env) => ({ layer, env })),
+  );
+}
+
+/** Runs `validate`: prints the report, returns 0 when every stack is ready to preview. */
+export function validateStacks(ctx: CliContext, request: ValidateRequest): ExitCodeValue {
+  const targets = stacksToCheck(ctx.repoRoot, request);
+  if (targets.length === 0) {
+    throw new UserError({
+      what: "validate",
+      problem: "there is no stack file to check",
+      got: `--layer ${request.layer}`,
+      fix: "Create one first: npm run platform -- init <env> --from <example> (examples/README.md)",
+    });
+  }
+  const checks: StackCheck[] = targets.map(({ layer, env }) =>
+    checkStack({
+      repoRoot: ctx.repoRoot,
+      layer,
+      env,
+      processEnv: ctx.env,
+      bitwarden: "offline",
+      validate: ctx.validateStack ?? configProblems,
+    }),
+  );
+  const cli = probePulumiCli(ctx.env);
+  ctx.stdout.write(formatReport("validate", checks, cli));
+  return readinessExitCode(checks, cli);
+}

@@ -1,0 +1,218 @@
+// Everything that stands between a stack and its preview, found without the engine and reported at
+// once: the stack file's config problems (the layer's own validation), the credentials the program
+// needs and where each was looked for, the state backend's passphrase, and the Pulumi CLI. `validate`
+// prints this report; `preview`, `up` and `init` print the same one when anything is missing.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { type Env, chooseBackend, chooseSecretsProvider, preparePassphrase } from "./backend";
+import type { SecretsByKey } from "./bitwarden";
+import type { CliProbe } from "./cliProbe";
+import {
+  CREDENTIALS,
+  type Credential,
+  type ResolvedCredentials,
+  credentialPlaces,
+  findCredentials,
+} from "./credentials";
+import { ExitCode, type ExitCodeValue, UserError } from "./errors";
+import { type Layer, type StackFile, readStackFile } from "./layers";
+import { stackFileValues } from "../components/config/stackValues";
+import type { configProblems } from "./stackValidation";
+
+/** Checks a layer's stack values, as {@link configProblems} does (injectable for tests). */
+export type ValidateStack = typeof configProblems;
+
+/**
+ * Where the credentials come from for this check: a `bws secret list` made for the run, or
+ * `offline` (validate: Bitwarden is not asked, a credential expected there is only noted).
+ */
+export type BitwardenListing = SecretsByKey | undefined | "offline";
+
+/** What was found for one stack. */
+export interface StackCheck {
+  readonly layer: Layer["name"];
+  readonly env: string;
+  /** The stack file as the operator knows it (`Pulumi.dev.yaml`, `app/Pulumi.prod.yaml`). */
+  readonly stackFile: string;
+  /** Every problem, `<key>: <problem>; got <value>. <fix>`: config, credentials, state. */
+  readonly problems: readonly string[];
+  /** What is fine but worth knowing: the credentials found and their sources. */
+  readonly notes: readonly string[];
+  /** The credentials found for the run (empty when the file could not be read). */
+  readonly credentials: ResolvedCredentials;
+}
+
+/** Whether an executable is on the PATH of `env`. */
+function hasExecutable(name: string, env: Env): boolean {
+  return (env.PATH ?? "").split(path.delimiter).some((dir) => {
+    try {
+      fs.accessSync(path.join(dir, name), fs.constants.X_OK);
+      return dir !== "";
+    } catch {
+      return false;
+    }
+  });
+}
+
+function missingCredential(credential: Credential, listed: boolean): string {
+  return (
+    `${credential.configKey}: missing credential, the ${credential.what}; got nothing from ` +
+    `${credentialPlaces(credential, listed)}. Provide it in one of those places (docs/credentials.md)`
+  );
+}
+
+/** Checks one stack of a layer: config, credentials, state settings. Reads files, writes none. */
+export function checkStack(input: {
+  readonly repoRoot: string;
+  readonly layer: Layer;
+  readonly env: string;
+  readonly processEnv: Env;
+  readonly bitwarden: BitwardenListing;
+  readonly validate: ValidateStack;
+  /** Secret keys the run adds right before the engine starts (CI's OIDC token for OpenBao). */
+  readonly runKeys?: readonly string[];
+}): StackCheck {
+  const { repoRoot, layer, env, processEnv } = input;
+  const base = {
+    layer: layer.name,
+    env,
+    stackFile: path.relative(repoRoot, path.join(layer.dir, `Pulumi.${env}.yaml`)),
+  };
+  let stackFile: StackFile;
+  try {
+    stackFile = readStackFile(layer, env);
+  } catch (error) {
+    if (!(error instanceof UserError)) throw error;
+    return {
+      ...base,
+      problems: [error.message],
+      notes: [],
+      credentials: { runSecrets: {}, sources: {}, engineEnv: {}, leftInStackFile: [] },
+    };
+  }
+  const shown = path.relative(repoRoot, stackFile.path);
+  const offline = input.bitwarden === "offline";
+  const bitwarden = offline ? undefined : (input.bitwarden as SecretsByKey | undefined);
+  const found = findCredentials({ layer, stackFile, env: processEnv, bitwarden });
+  const problems: string[] = [];
+  const notes: string[] = [];
+
+  // Bitwarden is not asked offline: a credential it may hold is noted, not counted as missing.
+  const bitwardenSet =
+    offline && processEnv.BWS_ACCESS_TOKEN !== undefined && processEnv.BWS_ACCESS_TOKEN !== "";
+  const missing = bitwardenSet ? [] : found.missing;
+  const unverified = bitwardenSet ? found.missing : [];
+
+  const { values, presentKeys, secretKeys } = stackFileValues(stackFile.config, layer.project);
+  // What the CLI hands the program for the run is present and secret, unless the file holds the key
+  // (a plain-text credential there stays plain, so the validation still refuses it).
+  const runKeys = [
+    ...Object.keys(found.runSecrets).map((key) => key.slice(layer.project.length + 1)),
+    ...(input.runKeys ?? []),
+  ].filter((key) => !presentKeys.has(key));
+  // A credential already reported (or expected from Bitwarden) is not reported again by the config.
+  const covered = [...missing, ...unverified].map((c) => `${c.configKey}:`);
+  problems.push(
+    ...input
+      .validate({
+        layer: layer.name,
+        env,
+        project: layer.project,
+        stackFile: shown,
+        values,
+        presentKeys: new Set([...presentKeys, ...runKeys]),
+        secretKeys: new Set([...secretKeys, ...runKeys]),
+      })
+      .filter((problem) => !covered.some((prefix) => problem.startsWith(prefix))),
+  );
+  problems.push(...missing.map((c) => missingCredential(c, bitwarden !== undefined)));
+  if (bitwardenSet && !hasExecutable("bws", processEnv)) {
+    problems.push(
+      "bws: BWS_ACCESS_TOKEN is set but the Bitwarden Secrets Manager CLI is not on PATH; got no bws. Install bws (https://github.com/bitwarden/sdk-sm/releases), or unset BWS_ACCESS_TOKEN",
+    );
+  }
+
+  try {
+    const backend = chooseBackend({ env: processEnv, layer, stackFile, repoRoot });
+    const secrets = chooseSecretsProvider(stackFile);
+    preparePassphrase({ env: processEnv, secrets, backend, repoRoot, mayCreate: false });
+  } catch (error) {
+    if (!(error instanceof UserError)) throw error;
+    problems.push(error.message);
+  }
+
+  const sources = Object.entries(found.sources);
+  if (sources.length > 0) {
+    notes.push(`credentials: ${sources.map(([key, source]) => `${key} (${source})`).join(", ")}`);
+  }
+  for (const credential of unverified) {
+    notes.push(
+      `${credential.configKey}: expected from Bitwarden secret "${credential.bitwardenKey}" ` +
+        "(not checked: validate works offline; preview asks Bitwarden)",
+    );
+  }
+  const credentials: ResolvedCredentials = {
+    runSecrets: found.runSecrets,
+    sources: found.sources,
+    engineEnv: found.engineEnv,
+    leftInStackFile: found.leftInStackFile,
+  };
+  return { ...base, stackFile: shown, problems, notes, credentials };
+}
+
+/** Every credential of a layer (for listings). */
+export function layerCredentials(layer: Layer["name"]): readonly Credential[] {
+  return CREDENTIALS[layer];
+}
+
+/** The lines of one stack's part of the report. */
+export function formatStackCheck(check: StackCheck): string[] {
+  const count = check.problems.length;
+  const verdict = count === 0 ? "ready to preview" : `${count} problem${count === 1 ? "" : "s"}`;
+  return [
+    `${check.layer}/${check.env} (${check.stackFile}): ${verdict}`,
+    ...check.problems.map((problem) => `  - ${problem.replace(/\n/g, "\n    ")}`),
+    ...check.notes.map((note) => `    ${note}`),
+  ];
+}
+
+/** The Pulumi CLI's line of the report. */
+export function formatCli(cli: CliProbe): string {
+  return cli.ok
+    ? `Pulumi CLI: ${cli.version} (${cli.command})`
+    : `Pulumi CLI: ${cli.problem}. ${cli.fix}`;
+}
+
+/** Whether every stack and the CLI are ready. */
+export function isReady(checks: readonly StackCheck[], cli: CliProbe): boolean {
+  return cli.ok && checks.every((check) => check.problems.length === 0);
+}
+
+/** The exit code of a report: 2 for problems in the stacks, else 5 for the Pulumi CLI, else 0. */
+export function readinessExitCode(checks: readonly StackCheck[], cli: CliProbe): ExitCodeValue {
+  if (checks.some((check) => check.problems.length > 0)) return ExitCode.usage;
+  return cli.ok ? ExitCode.ok : ExitCode.missingCli;
+}
+
+/** The whole report: each stack, the CLI, and a last line that sums it up. */
+export function formatReport(
+  command: string,
+  checks: readonly StackCheck[],
+  cli: CliProbe,
+): string {
+  const ready = checks.filter((check) => check.problems.length === 0).length;
+  const verdict = isReady(checks, cli)
+    ? "ready to preview"
+    : [
+        ready < checks.length ? `${checks.length - ready} with problems` : "",
+        cli.ok ? "" : "no usable Pulumi CLI",
+      ]
+        .filter((part) => part !== "")
+        .join("; ");
+  return [
+    ...checks.flatMap(formatStackCheck),
+    formatCli(cli),
+    `${command}: ${ready} of ${checks.length} stack${checks.length === 1 ? "" : "s"} ready; ${verdict}`,
+    "",
+  ].join("\n");
+}

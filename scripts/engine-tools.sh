@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# The engine tier's tools, built once and cached (docs/development.md, "Engine tier"):
+#   pulumi                  the Pulumi CLI from the Go modules github.com/pulumi/pulumi/pkg/v3 and
+#                           sdk/v3, at the version of @pulumi/pulumi in package.json (else the newest
+#                           one the Go module proxy serves that is not newer);
+#   pulumi-language-nodejs  the Node.js language host (test/engine/tools; Pulumi's own is a Go module
+#                           the proxy does not serve);
+#   pulumi-resource-talos   the Talos provider plugin, talos 0.8.1 (test/engine/tools: a stand-in on
+#                           Talos' machinery module, since pulumiverse/pulumi-talos v0.8.1 and
+#                           terraform-provider-talos v0.11.0 are not served either).
+# Binaries the user already has win: a `pulumi` on PATH (with its language host beside it or on
+# PATH) and the real plugin in ~/.pulumi/plugins/resource-talos-v0.8.1. ENGINE_TOOLS_BUILD=1 builds
+# all three anyway.
+#
+# Cache: $ENGINE_TOOLS_DIR (default <repo>/.engine-tools, git-ignored): bin/ (put on PATH), plugins/
+# (kept off PATH: the engine would take a plugin on PATH over the installed one), src/, home/ (the
+# PULUMI_HOME of the engine tier, where the plugin is installed; never ~/.pulumi) and env.json
+# (what was chosen, for the tests). Go builds use the machine's Go caches (GOCACHE, GOMODCACHE).
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+cache="${ENGINE_TOOLS_DIR:-$repo/.engine-tools}"
+tools_src="$repo/test/engine/tools"
+talos_version=0.8.1
+
+say() { echo "engine-tools: $*" >&2; }
+
+sdk_version="$(node -p 'require(process.argv[1]).dependencies["@pulumi/pulumi"]' "$repo/package.json")"
+mkdir -p "$cache/bin" "$cache/plugins" "$cache/home/plugins" "$cache/src"
+
+have_go=false
+command -v go >/dev/null 2>&1 && have_go=true
+force_build="${ENGINE_TOOLS_BUILD:-}"
+
+# The user's own Pulumi CLI (not one of ours) and its language host.
+user_pulumi=""
+if [ -z "$force_build" ]; then
+  while IFS= read -r candidate; do
+    case "$candidate" in "$cache"/*) continue ;; esac
+    user_pulumi="$candidate"
+    break
+  done < <(type -ap pulumi 2>/dev/null || true)
+fi
+user_langhost=""
+if [ -n "$user_pulumi" ]; then
+  if [ -x "$(dirname "$user_pulumi")/pulumi-language-nodejs" ]; then
+    user_langhost="$(dirname "$user_pulumi")/pulumi-language-nodejs"
+  elif command -v pulumi-language-nodejs >/dev/null 2>&1; then
+    user_langhost="$(command -v pulumi-language-nodejs)"
+  fi
+fi
+user_plugin=""
+user_plugin_dir="${PULUMI_HOME:-$HOME/.pulumi}/plugins/resource-talos-v$talos_version"
+if [ -z "$force_build" ] && [ -x "$user_plugin_dir/pulumi-resource-talos" ]; then
+  user_plugin="$user_plugin_dir/pulumi-resource-talos"
+fi
+
+need_go=false
+{ [ -z "$user_pulumi" ] || [ -z "$user_langhost" ] || [ -z "$user_plugin" ]; } && need_go=true
+if $need_go && ! $have_go; then
+  echo "test:engine needs Go (1.26+, to build the Pulumi CLI $sdk_version, its Node.js language host and the Talos provider plugin) or a Pulumi CLI on PATH with pulumi-language-nodejs and the talos v$talos_version plugin in ~/.pulumi/plugins; found neither" >&2
+  exit 5
+fi
+
+# Builds with a stamp: rebuilt only when what it is built from changes.
+stamp_ok() { [ -x "$1" ] && [ -f "$1.stamp" ] && [ "$(cat "$1.stamp")" = "$2" ]; }
+gobuild() { nice -n 10 go build -trimpath "$@"; }
+
+# --- the Pulumi CLI ---------------------------------------------------------------------------
+pulumi_bin="$cache/bin/pulumi"
+pulumi_source="user"
+if [ -n "$user_pulumi" ] && [ -n "$user_langhost" ]; then
+  ln -sf "$user_pulumi" "$pulumi_bin"
+  ln -sf "$user_langhost" "$cache/bin/pulumi-language-nodejs"
+  pulumi_version="$("$user_pulumi" version | sed 's/^v//')"
+else
+  pulumi_source="built"
+  # The newest release served that is not newer than the SDK (the same version when served).
+  pulumi_version="$(go list -m -versions "github.com/pulumi/pulumi/pkg/v3" | tr ' ' '\n' | sed -n 's/^v\(3\.[0-9]*\.[0-9]*\)$/\1/p' |
+    node -e 'const sdk=process.argv[1].split(".").map(Number);const ok=require("fs").readFileSync(0,"utf8").split("\n").filter(Boolean).map(v=>v.split(".").map(Number)).filter(v=>v[0]===sdk[0]&&(v[1]<sdk[1]||(v[1]===sdk[1]&&v[2]<=sdk[2]))).sort((a,b)=>a[1]-b[1]||a[2]-b[2]);if(!ok.length)process.exit(1);console.log(ok.at(-1).join("."))' "$sdk_version")" || {
+    echo "test:engine: the Go module proxy serves no github.com/pulumi/pulumi/pkg/v3 release up to $sdk_version" >&2
+    exit 5
+  }
+  if ! stamp_ok "$pulumi_bin" "pulumi v$pulumi_version"; then
+    say "building the Pulumi CLI v$pulumi_version from github.com/pulumi/pulumi/pkg/v3 (first time: several minutes)"
+    start=$SECONDS
+    pkg_dir="$(go mod download -json "github.com/pulumi/pulumi/pkg/v3@v$pulumi_version" | node -e 'console.log(JSON.parse(require("fs").readFileSync(0,"utf8")).Dir)')"
+    sdk_dir="$(go mod download -json "github.com/pulumi/pulumi/sdk/v3@v$pulumi_version" | node -e 'console.log(JSON.parse(require("fs").readFileSync(0,"utf8")).Dir)')"
+    # pkg's go.mod replaces the SDK with ../sdk (the repository layout): give it that layout.
+    work="$cache/src/pulumi-v$pulumi_version"
+    rm -rf "$work" && mkdir -p "$work"
+    cp -R "$pkg_dir" "$work/pkg" && chmod -R u+w "$work/pkg"
+    ln -s "$sdk_dir" "$work/sdk"
+    rm -f "$pulumi_bin" "$pulumi_bin.stamp"
+    (cd "$work/pkg" && gobuild -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$pulumi_version" -o "$pulumi_bin" ./cmd/pulumi)
+    echo "pulumi v$pulumi_version" >"$pulumi_bin.stamp"
+    rm -rf "$work"
+    say "built the Pulumi CLI in $((SECONDS - start))s"
+  fi
+fi
+
+# --- the project's tools module: language host and Talos provider ------------------------------
+tools_hash="$(cd "$tools_src" && cat go.mod go.sum $(find . -name '*.go' | sort) | sha256sum | cut -c1-16)"
+langhost_bin="$cache/bin/pulumi-language-nodejs"
+if [ "$pulumi_source" = "built" ] && ! stamp_ok "$langhost_bin" "langhost $sdk_version $tools_hash"; then
+  say "building pulumi-language-nodejs (test/engine/tools)"
+  start=$SECONDS
+  rm -f "$langhost_bin"
+  (cd "$tools_src" && gobuild -ldflags "-X main.version=$sdk_version" -o "$langhost_bin" ./cmd/pulumi-language-nodejs)
+  echo "langhost $sdk_version $tools_hash" >"$langhost_bin.stamp"
+  say "built pulumi-language-nodejs in $((SECONDS - start))s"
+fi
+
+plugin_source="user"
+plugin_bin="$user_plugin"
+if [ -z "$user_plugin" ]; then
+  plugin_source="stand-in"
+  plugin_bin="$cache/plugins/pulumi-resource-talos"
+  if ! stamp_ok "$plugin_bin" "talos $talos_version $tools_hash"; then
+    say "building pulumi-resource-talos $talos_version (test/engine/tools, on Talos' machinery module)"
+    start=$SECONDS
+    rm -f "$plugin_bin"
+    (cd "$tools_src" && gobuild -ldflags "-X main.version=$talos_version" -o "$plugin_bin" ./cmd/pulumi-resource-talos)
+    echo "talos $talos_version $tools_hash" >"$plugin_bin.stamp"
+    say "built pulumi-resource-talos in $((SECONDS - start))s"
+  fi
+fi
+
+# Installed where the engine looks for `talos` 0.8.1, so it never tries to download it.
+home="$cache/home"
+installed="$home/plugins/resource-talos-v$talos_version/pulumi-resource-talos"
+if ! cmp -s "$plugin_bin" "$installed" 2>/dev/null; then
+  rm -rf "$home/plugins/resource-talos-v$talos_version" "$home/plugins/resource-talos-v$talos_version.lock"
+  PULUMI_HOME="$home" PULUMI_SKIP_UPDATE_CHECK=true "$pulumi_bin" plugin install resource talos "v$talos_version" --file "$plugin_bin" >/dev/null
+fi
+
+node -e '
+const [file, ...v] = process.argv.slice(1);
+const [bin, home, pulumiVersion, pulumiSource, pluginSource, sdkVersion] = v;
+require("fs").writeFileSync(file, JSON.stringify({ bin, home, pulumiVersion, pulumiSource, pluginSource, sdkVersion, talosVersion: "'"$talos_version"'" }, null, 2) + "\n");
+' "$cache/env.json" "$cache/bin" "$home" "$pulumi_version" "$pulumi_source" "$plugin_source" "$sdk_version"
+say "pulumi $pulumi_version ($pulumi_source), talos plugin $talos_version ($plugin_source); cache $(du -sh "$cache" | cut -f1) in $cache"

@@ -1,0 +1,229 @@
+// The engine tier's harness: the tools scripts/engine-tools.sh built (env.json), a throwaway copy
+// of the repository with the test stack, a file:// backend and a passphrase in a temporary folder,
+// and the project's own CLI run in this process (its real Automation API and Pulumi CLI) with every
+// engine event it sees recorded, or as `npm run platform` in a child process.
+import type { EngineEvent } from "@pulumi/pulumi/automation";
+import { execFileSync, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { runCli } from "../../automation/cli";
+import type { CliContext } from "../../automation/context";
+import { processIsAlive } from "../../automation/lock";
+import { type StackOperations, localWorkspaceFactory } from "../../automation/workspace";
+import { MemorySink } from "../automation/helpers";
+
+/** The repository this test runs from. */
+export const ROOT = path.resolve(__dirname, "..", "..");
+
+/** What scripts/engine-tools.sh chose and built. */
+export interface EngineTools {
+  readonly bin: string;
+  readonly home: string;
+  readonly pulumiVersion: string;
+  readonly pulumiSource: "user" | "built";
+  readonly pluginSource: "user" | "stand-in";
+  readonly sdkVersion: string;
+  readonly talosVersion: string;
+}
+
+/** Reads .engine-tools/env.json; the tier cannot run without it. */
+export function engineTools(): EngineTools {
+  const dir = process.env.ENGINE_TOOLS_DIR ?? path.join(ROOT, ".engine-tools");
+  const file = path.join(dir, "env.json");
+  if (!fs.existsSync(file)) {
+    throw new Error(`${file} is missing: run the engine tier with \`npm run test:engine\``);
+  }
+  return JSON.parse(fs.readFileSync(file, "utf8")) as EngineTools;
+}
+
+/** One CLI run: exit code, what it printed, and the engine events it received. */
+export interface CliRun {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly events: EngineEvent[];
+}
+
+/** A throwaway repository with its own backend, passphrase and Pulumi home. */
+export class EngineSandbox {
+  readonly dir: string;
+  readonly repo: string;
+  readonly stateDir: string;
+  readonly passphrase = randomBytes(24).toString("base64url");
+  readonly env: Record<string, string>;
+
+  constructor(readonly tools: EngineTools) {
+    this.dir = fs.mkdtempSync(path.join(os.tmpdir(), "engine-tier-"));
+    this.repo = path.join(this.dir, "repo");
+    this.stateDir = path.join(this.dir, "state");
+    fs.mkdirSync(this.stateDir);
+    copyRepository(ROOT, this.repo);
+    const env: Record<string, string> = {};
+    for (const [key, value] of Object.entries(process.env)) {
+      // The tier runs as an operator at a workstation: no CI guard, no credentials of the machine.
+      if (value !== undefined && key !== "CI" && !/^(PULUMI_|BWS_|FLUX_|GOOGLE_)/.test(key)) {
+        env[key] = value;
+      }
+    }
+    Object.assign(env, {
+      PATH: `${tools.bin}${path.delimiter}${process.env.PATH ?? ""}`,
+      PULUMI_HOME: tools.home,
+      PULUMI_BACKEND_URL: `file://${this.stateDir}`,
+      PULUMI_CONFIG_PASSPHRASE: this.passphrase,
+      PULUMI_SKIP_UPDATE_CHECK: "true",
+      // Only the plugins installed in PULUMI_HOME: nothing is downloaded from GitHub.
+      PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
+      // The stand-in provider gives up on an unreachable node after this (the real one: the timeout).
+      TALOS_STANDIN_RETRY_WINDOW: "2s",
+    });
+    this.env = env;
+  }
+
+  /** Writes a stack file of a layer folder (relative to the repository copy). */
+  writeStack(layerDir: string, env: string, text: string): string {
+    const file = path.join(this.repo, layerDir, `Pulumi.${env}.yaml`);
+    fs.writeFileSync(file, text);
+    return file;
+  }
+
+  /**
+   * Runs the project's CLI in this process with the sandbox's environment, as `npm run platform --
+   * <argv>` would, recording every engine event it receives.
+   */
+  async cli(argv: readonly string[], extraEnv: Record<string, string> = {}): Promise<CliRun> {
+    const env = { ...this.env, ...extraEnv };
+    const events: EngineEvent[] = [];
+    const saved = { ...process.env };
+    // The Automation API hands process.env to the Pulumi CLI it spawns.
+    replaceEnv(env);
+    const stdout = new MemorySink();
+    const stderr = new MemorySink();
+    const factory = localWorkspaceFactory({ homeDir: this.dir });
+    const ctx: CliContext = {
+      repoRoot: this.repo,
+      cwd: this.repo,
+      env,
+      stdout,
+      stderr,
+      clock: Date.now,
+      host: { pid: process.pid, hostname: os.hostname(), isAlive: processIsAlive },
+      workspaces: {
+        ensureCli: (options) => factory.ensureCli(options),
+        openStack: async (request) => recording(await factory.openStack(request), events),
+      },
+    };
+    try {
+      const code = await runCli(argv, ctx);
+      return { code, stdout: stdout.text, stderr: stderr.text, events };
+    } finally {
+      replaceEnv(saved);
+    }
+  }
+
+  /** Runs `npm run platform -- <argv>` in a child process, as an operator types it. */
+  npmPlatform(argv: readonly string[], extraEnv: Record<string, string> = {}): CliRun {
+    const result = spawnSync("npm", ["run", "--silent", "platform", "--", ...argv], {
+      cwd: this.repo,
+      env: { ...this.env, ...extraEnv },
+      encoding: "utf8",
+      timeout: 10 * 60_000,
+    });
+    return {
+      code: result.status ?? -1,
+      stdout: result.stdout,
+      stderr: result.stderr,
+      events: [],
+    };
+  }
+
+  /** Runs the Pulumi CLI itself in a layer folder of the copy. */
+  pulumi(
+    args: readonly string[],
+    layerDir = ".",
+  ): { code: number; stdout: string; stderr: string } {
+    const result = spawnSync(path.join(this.tools.bin, "pulumi"), [...args, "--non-interactive"], {
+      cwd: path.join(this.repo, layerDir),
+      env: this.env,
+      encoding: "utf8",
+      timeout: 5 * 60_000,
+    });
+    return { code: result.status ?? -1, stdout: result.stdout, stderr: result.stderr };
+  }
+
+  /** The raw checkpoint of a stack in the file backend. */
+  stateFile(project: string, stack: string): string {
+    return path.join(this.stateDir, ".pulumi", "stacks", project, `${stack}.json`);
+  }
+
+  /** Every lock the engine holds in the file backend. */
+  engineLocks(): string[] {
+    const dir = path.join(this.stateDir, ".pulumi", "locks");
+    if (!fs.existsSync(dir)) return [];
+    return fs
+      .readdirSync(dir, { recursive: true, encoding: "utf8" })
+      .filter((f) => f.endsWith(".json"));
+  }
+
+  /** The CLI's own per-stack locks. */
+  cliLocks(): string[] {
+    const dir = path.join(this.repo, ".pulumi-state", "locks");
+    return fs.existsSync(dir) ? fs.readdirSync(dir) : [];
+  }
+
+  remove(): void {
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+function replaceEnv(env: Record<string, string | undefined>): void {
+  for (const key of Object.keys(process.env)) if (!(key in env)) delete process.env[key];
+  for (const [key, value] of Object.entries(env)) {
+    if (value !== undefined) process.env[key] = value;
+  }
+}
+
+/** Tees every event an operation receives into `events`. */
+function recording(stack: StackOperations, events: EngineEvent[]): StackOperations {
+  const tee = <O extends { onEvent: (event: EngineEvent) => void }>(options: O): O => ({
+    ...options,
+    onEvent: (event: EngineEvent) => {
+      events.push(event);
+      options.onEvent(event);
+    },
+  });
+  return {
+    // Every other method as it is (the adapter is a plain object of functions).
+    ...stack,
+    preview: (options) => stack.preview(tee(options)),
+    up: (options) => stack.up(tee(options)),
+    refresh: (options) => stack.refresh(tee(options)),
+    destroy: (options) => stack.destroy(tee(options)),
+  };
+}
+
+/**
+ * Copies the repository's files (tracked and new, not ignored) and links its node_modules, so the
+ * engine works on the same program without touching the checkout's stack files or state.
+ */
+function copyRepository(from: string, to: string): void {
+  const files = execFileSync(
+    "git",
+    ["ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+    {
+      cwd: from,
+      encoding: "utf8",
+    },
+  )
+    .split("\0")
+    .filter((f) => f !== "" && !f.startsWith("test/engine/tools/"));
+  for (const file of files) {
+    const source = path.join(from, file);
+    if (!fs.existsSync(source)) continue;
+    const target = path.join(to, file);
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+    fs.copyFileSync(source, target);
+  }
+  fs.symlinkSync(path.join(from, "node_modules"), path.join(to, "node_modules"), "dir");
+}
