@@ -1,5 +1,5 @@
 import { strict as assert } from "node:assert";
-import { spawnSync } from "node:child_process";
+import { type SpawnSyncReturns, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { REQUIRED_NODE_MAJOR, nodeVersionProblem } from "../../automation/nodeVersion";
@@ -62,7 +62,7 @@ describe("the Node.js version check", () => {
       ["bin/platform"],
       ["-r", "ts-node/register/transpile-only", "automation/main.ts"],
     ]) {
-      const cli = spawnSync(node!, [...entry, "validate"], {
+      const cli: SpawnSyncReturns<string> = spawnSync(node!, [...entry, "validate"], {
         cwd: ROOT,
         encoding: "utf8",
         env: { PATH: path.dirname(node!) },

@@ -14,7 +14,12 @@ import { ROOT } from "../harness";
 const PRELOAD = path.join(ROOT, "test", "fixtures", "preload", "loadedModules.js");
 
 /** Runs bin/platform with `args`; returns its exit code and every file it loaded a module from. */
-function run(args: string[]): { status: number | null; loaded: string[]; stderr: string } {
+function run(args: string[]): {
+  status: number | null;
+  loaded: string[];
+  stdout: string;
+  stderr: string;
+} {
   const file = path.join(
     fs.mkdtempSync(path.join(os.tmpdir(), "platform-startup-")),
     "loaded.json",
@@ -26,7 +31,7 @@ function run(args: string[]): { status: number | null; loaded: string[]; stderr:
   );
   const loaded = JSON.parse(fs.readFileSync(file, "utf8")) as string[];
   fs.rmSync(path.dirname(file), { recursive: true, force: true });
-  return { status: result.status, loaded, stderr: result.stderr };
+  return { status: result.status, loaded, stdout: result.stdout, stderr: result.stderr };
 }
 
 /** What a command that needs no engine must never load. */
@@ -64,6 +69,19 @@ describe("CLI start-up loads only what the command needs", function () {
       assert.ok(result.loaded.some((file) => file.endsWith("/dist/automation/cli.js")));
     });
   }
+
+  it("validate of a stack file: no Pulumi SDK (only its version string), no compiler, no program", () => {
+    // Exit 0, 2 or 5 depending on the credentials and Pulumi CLI of this machine; the report runs.
+    const result = run(["validate", "staging", "--layer", "foundation"]);
+    assert.ok([0, 2, 5].includes(result.status ?? -1), result.stderr);
+    assert.match(result.stdout, /foundation\/staging \(Pulumi\.staging\.yaml\)/);
+    const sdkVersion = path.join(ROOT, "node_modules", "@pulumi", "pulumi", "version.js");
+    assert.deepEqual(
+      result.loaded.filter((file) => HEAVY(file) && file !== sdkVersion),
+      [],
+    );
+    assert.ok(result.loaded.some((file) => file.endsWith("/dist/components/config/validate.js")));
+  });
 
   it("a command that runs the engine loads the Automation API (when it gets that far)", () => {
     // No Pulumi CLI on PATH: the command stops at the CLI check, after loading the Automation API.
