@@ -10,7 +10,7 @@ import { runCli } from "./cli";
 import type { CliContext } from "./context";
 import { ExitCode } from "./errors";
 import { Interrupts, signalFromTerminal } from "./interrupts";
-import { processIsAlive } from "./lock";
+import { processIsAlive } from "./processes";
 import type { WorkspaceFactory } from "./workspace";
 
 /**

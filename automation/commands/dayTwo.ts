@@ -5,7 +5,6 @@ import { type Command, Option } from "commander";
 import * as path from "node:path";
 import type { CliContext } from "../context";
 import { type ExitCodeValue, UserError } from "../errors";
-import { checkDayTwoGuard } from "../guards";
 import { formatDuration, parseDuration } from "../dayTwo/clock";
 import {
   DEFAULT_KEEP_SNAPSHOTS,
@@ -96,6 +95,7 @@ async function precheck(
   env: string,
   node?: string,
 ): Promise<void> {
+  const { checkDayTwoGuard } = await import("../guards");
   checkDayTwoGuard(command, env, ctx.env);
   const { readStackCluster } = await dayTwo();
   const stack = readStackCluster(ctx.repoRoot, env);
