@@ -75,6 +75,7 @@ export const CLUSTER_CHANGING_COMMANDS: Readonly<Record<string, string>> = {
   "upgrade kubernetes": "it restarts the control plane and every kubelet",
   "etcd restore": "it wipes etcd and brings the cluster back to a snapshot",
   "replace-node": "it removes a member from etcd",
+  rollout: "it reboots nodes into their staged machine configs",
 };
 
 /**

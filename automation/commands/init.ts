@@ -4,13 +4,13 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { resolveStackSettings } from "../backend";
-import type { CliProbe } from "../cliProbe";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError, translateEngineError } from "../errors";
 import { type LayerName, listEnvironments, resolveLayer, readStackFile } from "../layers";
 import { acquireStackLock, locksDir } from "../lock";
 import { checkStack, formatReport } from "../readiness";
 import { configProblems } from "../stackValidation";
+import { findCli } from "./readyCheck";
 
 /** `init` as asked. */
 export interface InitRequest {
@@ -103,18 +103,7 @@ export async function initStack(ctx: CliContext, request: InitRequest): Promise<
     });
   }
 
-  let cli: CliProbe;
-  try {
-    const found = await ctx.workspaces.ensureCli({ install: request.installCli });
-    cli = { ok: true, command: found.command, version: found.version };
-  } catch (error) {
-    if (!(error instanceof UserError) || error.exitCode !== ExitCode.missingCli) throw error;
-    cli = {
-      ok: false,
-      problem: `${error.problem.problem}; got ${error.problem.got}`,
-      fix: error.problem.fix,
-    };
-  }
+  const cli = await findCli(ctx, request.installCli);
   const report = () =>
     checkStack({
       repoRoot: ctx.repoRoot,

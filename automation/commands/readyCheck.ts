@@ -19,6 +19,24 @@ export interface ReadyRun {
   readonly credentials: ReadonlyMap<LayerName, ResolvedCredentials>;
 }
 
+/**
+ * The Pulumi CLI the Automation API will use (installing it with `--install-cli`), or what is wrong
+ * with it as one line of the readiness report rather than an error of its own.
+ */
+export async function findCli(ctx: CliContext, installCli: boolean): Promise<CliProbe> {
+  try {
+    const found = await ctx.workspaces.ensureCli({ install: installCli });
+    return { ok: true, command: found.command, version: found.version };
+  } catch (error) {
+    if (!(error instanceof UserError) || error.exitCode !== ExitCode.missingCli) throw error;
+    return {
+      ok: false,
+      problem: `${error.problem.problem}; got ${error.problem.got}`,
+      fix: error.problem.fix,
+    };
+  }
+}
+
 /** Checks everything a run needs; prints the report and returns its exit code when something is missing. */
 export async function prepareRun(
   ctx: CliContext,
@@ -26,18 +44,7 @@ export async function prepareRun(
   layers: readonly Layer[],
 ): Promise<ReadyRun | { readonly ok: false; readonly exitCode: ExitCodeValue }> {
   const runsProgram = request.operation === "preview" || request.operation === "up";
-  let cli: CliProbe;
-  try {
-    const found = await ctx.workspaces.ensureCli({ install: request.installCli });
-    cli = { ok: true, command: found.command, version: found.version };
-  } catch (error) {
-    if (!(error instanceof UserError) || error.exitCode !== ExitCode.missingCli) throw error;
-    cli = {
-      ok: false,
-      problem: `${error.problem.problem}; got ${error.problem.got}`,
-      fix: error.problem.fix,
-    };
-  }
+  const cli = await findCli(ctx, request.installCli);
   // Bitwarden is asked once for the whole run; a failure is one more line of the report.
   let bitwarden: SecretsByKey | undefined;
   let bitwardenProblem: string | undefined;

@@ -7,6 +7,7 @@
 import { readStackFile, resolveLayer } from "../layers";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError } from "../errors";
+import { checkDayTwoGuard } from "../guards";
 import { type ClusterNode, type DeployedCluster, loadCluster } from "./cluster";
 import { formatDuration } from "./clock";
 import { configDifferences } from "./configCompare";
@@ -89,6 +90,8 @@ function rolloutFactory(ctx: CliContext): RolloutClientFactory {
 
 /** Runs `rollout`. */
 export async function rollout(ctx: CliContext, request: RolloutRequest): Promise<ExitCodeValue> {
+  // A dry run reboots nothing, so CI may run it; the roll itself is an operator's.
+  if (request.dryRun !== true) checkDayTwoGuard("rollout", request.env, ctx.env);
   const allowed = maxUnavailableWorkers(ctx.repoRoot, request.env);
   const maxUnavailable = request.maxUnavailable ?? allowed;
   if (maxUnavailable > allowed) {

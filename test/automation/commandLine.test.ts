@@ -44,6 +44,7 @@ describe("the command line", function () {
       preflightVersion: [["preflight", ENV, "--talos", "1.14"], bare],
       ciUpgrade: [["upgrade", "talos", ENV, "--to", "v1.14.1"], ci],
       ciRestore: [["etcd", "restore", ENV, "--from", snapshot, "--yes"], ci],
+      ciRollout: [["rollout", ENV], ci],
       unknownNode: [["replace-node", ENV, "no-such-node"], bare],
       initNoFile: [["init", "no-such-env"], bare],
     };
@@ -135,8 +136,8 @@ describe("the command line", function () {
     );
   });
 
-  it("with CI set, upgrade talos and etcd restore are refused like up, before anything else", () => {
-    for (const name of ["ciUpgrade", "ciRestore"]) {
+  it("with CI set, upgrade talos, etcd restore and rollout are refused like up, before anything else", () => {
+    for (const name of ["ciUpgrade", "ciRestore", "ciRollout"]) {
       const { status, stderr } = result(name);
       assert.equal(status, ExitCode.refused, name);
       assert.match(

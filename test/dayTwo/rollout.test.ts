@@ -131,6 +131,20 @@ describe("rollout: rebooting staged changes without quorum loss", () => {
     assert.doesNotMatch(f.ctx.stdout.text, /secret-machine-token|65535/);
   });
 
+  it("runs its --dry-run in CI, and refuses the roll itself there before touching a node", async () => {
+    const { f, fake, ctx } = fixture();
+    fake.stage("cp-2", "net.core.somaxconn: 65535");
+    Object.assign(ctx.env, { CI: "true" });
+    assert.equal(await runCli(["rollout", "staging", "--dry-run"], ctx), ExitCode.ok);
+    assert.match(f.ctx.stdout.text, /cp-2: v1alpha1: machine\.sysctls/);
+    assert.equal(await runCli(["rollout", "staging"], ctx), ExitCode.refused);
+    assert.match(
+      f.ctx.stderr.text,
+      /^rollout staging: changes the running cluster and is not run from CI/m,
+    );
+    assert.deepEqual(rebooted(fake), []);
+  });
+
   it("reboots nothing when the cluster is unhealthy, or when nothing is staged", async () => {
     const unhealthy = fixture();
     unhealthy.fake.stage("cp-1", "vm.swappiness: 1");
