@@ -3,7 +3,7 @@ import pulumi from "@pulumi/eslint-plugin";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/**", "bin/**", ".ci/**", "**/*.js", "**/*.mjs"] },
+  { ignores: ["node_modules/**", "**/dist/**", ".ci/**", "**/*.js", "**/*.mjs"] },
   ...tseslint.configs.recommended,
   {
     files: ["**/*.ts"],

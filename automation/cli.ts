@@ -1,25 +1,19 @@
 // The command line: `npm run platform -- <command> <env> [--layer bootstrap|foundation|app]`.
 // Parses with commander and dispatches to the commands; every error becomes one message on stderr
-// and an exit code (see ExitCode), never a stack trace.
+// and an exit code (see ExitCode), never a stack trace. Each command's implementation is imported
+// when it runs: `--help`, usage errors and the commands that need no engine never load the
+// Automation API (about a second) or the programs.
 import { Command, CommanderError, Option } from "commander";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import {
-  CREDENTIAL_OUTPUTS,
-  type OperationRequest,
-  listStacks,
-  runOperation,
-  showOutputs,
-  writeCredential,
-} from "./commands";
+import type { OperationRequest } from "./commands/operation";
+import { CREDENTIAL_OUTPUTS } from "./commands/outputNames";
 import type { CliContext } from "./context";
 import { DAY_TWO_EXAMPLES, registerDayTwoCommands } from "./commands/dayTwo";
-import { initStack } from "./commands/init";
 import { registerRolloutCommand, ROLLOUT_EXAMPLES } from "./commands/rollout";
-import { validateStacks } from "./commands/validate";
 import { ExitCode, type ExitCodeValue, UserError, reportError } from "./errors";
 import type { Operation } from "./guards";
-import { DEFAULT_LAYER, LAYER_CHOICES, LAYER_NAMES, type LayerName } from "./layers";
+import { DEFAULT_LAYER, LAYER_CHOICES, LAYER_NAMES, type LayerName } from "./layerNames";
 
 /** How the operator runs the CLI; used in usage lines and messages. */
 export const INVOCATION = "npm run platform --";
@@ -91,6 +85,7 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
       .addOption(layerOption(true))
       .addOption(installCliOption());
   const runEngine = (operation: Operation) => async (env: string, options: EngineOptions) => {
+    const { runOperation } = await import("./commands/operation");
     done(await runOperation(ctx, operationRequest(operation, env, options)));
   };
   const skipMissingLayer = "succeed with a note when the layer has no Pulumi.yaml yet";
@@ -131,6 +126,7 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
         env: string,
         options: { layer: LayerName } & CliOptions & { showSecrets?: boolean; json?: boolean },
       ) => {
+        const { showOutputs } = await import("./commands/outputs");
         done(
           await showOutputs(ctx, {
             layer: options.layer,
@@ -154,6 +150,7 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
       .addOption(installCliOption())
       .option("--out <file>", `where to write it (default: ./<env>.${kind})`)
       .action(async (env: string, options: { layer: LayerName; out?: string } & CliOptions) => {
+        const { writeCredential } = await import("./commands/outputs");
         done(
           await writeCredential(ctx, {
             kind,
@@ -170,7 +167,8 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
     .command("stacks")
     .description("list the environments of each layer (from the Pulumi.<env>.yaml files)")
     .addOption(layerOption(true, "all"))
-    .action((options: LayerOption) => {
+    .action(async (options: LayerOption) => {
+      const { listStacks } = await import("./commands/stacks");
       done(listStacks(ctx, options.layer));
     });
 
@@ -181,7 +179,8 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
     )
     .argument("[env...]", "environments to check (default: every stack file of the layers)")
     .addOption(layerOption(true, "all"))
-    .action((envs: string[], options: LayerOption) => {
+    .action(async (envs: string[], options: LayerOption) => {
+      const { validateStacks } = await import("./commands/validate");
       done(validateStacks(ctx, { envs, layer: options.layer }));
     });
 
@@ -195,6 +194,7 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
     .option("--from <example>", "first write Pulumi.<env>.yaml from examples/Pulumi.<example>.yaml")
     .addOption(installCliOption())
     .action(async (env: string, options: { layer: LayerName; from?: string } & CliOptions) => {
+      const { initStack } = await import("./commands/init");
       done(
         await initStack(ctx, {
           env,

@@ -7,7 +7,10 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { version as sdkVersion } from "@pulumi/pulumi/version";
-import * as semver from "semver";
+// semver's parts one by one: its index loads every module of the package (validate starts fast).
+import SemVer from "semver/classes/semver";
+import semverLt from "semver/functions/lt";
+import semverParse from "semver/functions/parse";
 import type { Env } from "./backend";
 
 /** Where to get the Pulumi CLI. */
@@ -31,7 +34,7 @@ export function cliInstallRoot(
  * The oldest CLI the Automation API accepts (its internal `automation/minimumVersion`, which has no
  * public type; a test keeps the two equal).
  */
-export const PULUMI_CLI_MINIMUM = new semver.SemVer("3.2.0-alpha");
+export const PULUMI_CLI_MINIMUM = new SemVer("3.2.0-alpha");
 const minimumVersion = PULUMI_CLI_MINIMUM;
 
 /** What the probe found. */
@@ -62,7 +65,7 @@ function check(command: string, env: Env): CliProbe {
     timeout: 15_000,
   });
   const printed = (result.stdout ?? "").trim();
-  const version = semver.parse(printed);
+  const version = semverParse(printed);
   const upgrade = `Upgrade it (${PULUMI_INSTALL_URL}), or run preview/up with --install-cli`;
   if (result.status !== 0 || version === null) {
     return {
@@ -71,7 +74,7 @@ function check(command: string, env: Env): CliProbe {
       fix: upgrade,
     };
   }
-  if (version.major !== minimumVersion.major || semver.lt(version, minimumVersion)) {
+  if (version.major !== minimumVersion.major || semverLt(version, minimumVersion)) {
     return {
       ok: false,
       problem: `${command} is version ${version.version}; @pulumi/pulumi ${PULUMI_SDK_VERSION} needs ${minimumVersion.major}.x, at least ${minimumVersion.version}`,

@@ -4,6 +4,7 @@ import type { Env } from "./backend";
 import type { BwsRunner } from "./bitwarden";
 import type { ValidateStack } from "./readiness";
 import type { FetchJson } from "./githubOidc";
+import type { InterruptHandle } from "./interrupts";
 import type { TextSink } from "./progress";
 import type { WorkspaceFactory } from "./workspace";
 
@@ -28,8 +29,13 @@ export interface CliContext {
   readonly clock: () => number;
   readonly workspaces: WorkspaceFactory;
   readonly host: HostInfo;
-  /** Aborted when the operator asks the run to stop (SIGINT/SIGTERM). */
+  /**
+   * Aborted when the engine must be asked to cancel: SIGTERM, or a SIGINT that did not reach the
+   * Pulumi CLI itself (see automation/interrupts.ts).
+   */
   readonly signal?: AbortSignal;
+  /** The run's interrupts: the first asks to stop after the step under way, a second stops at once. */
+  readonly interrupts?: InterruptHandle;
   /** Calls `tick` periodically to redraw the live progress; returns a stop function. */
   readonly startTicker?: (tick: () => void) => () => void;
   /** Runs the Bitwarden Secrets Manager CLI (injectable for tests). @default the `bws` on PATH */

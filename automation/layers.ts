@@ -5,18 +5,9 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { parse } from "yaml";
 import { ExitCode, UserError } from "./errors";
+import { DEFAULT_LAYER, LAYER_NAMES, type LayerName } from "./layerNames";
 
-/** Layers in the order they are brought up (destroy goes the other way). */
-export const LAYER_NAMES = ["bootstrap", "foundation", "app"] as const;
-
-/** A layer's name. */
-export type LayerName = (typeof LAYER_NAMES)[number];
-
-/** What `--layer` accepts: one layer, or every layer that exists. */
-export const LAYER_CHOICES = [...LAYER_NAMES, "all"] as const;
-
-/** The layer commands use when `--layer` is not given. */
-export const DEFAULT_LAYER: LayerName = "foundation";
+export * from "./layerNames";
 
 /** Each layer's folder, relative to the repository root. */
 const LAYER_FOLDERS: Record<LayerName, string> = {

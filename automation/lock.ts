@@ -7,6 +7,9 @@ import * as path from "node:path";
 import { stateDir } from "./backend";
 import { ExitCode, UserError } from "./errors";
 import { ensurePrivateDir } from "./files";
+import { processIsAlive } from "./processes";
+
+export { processIsAlive };
 
 /** The folder of the CLI's per-stack lock files (engine operations and day-two changes share it). */
 export function locksDir(repoRoot: string): string {
@@ -44,16 +47,6 @@ export interface LockOptions {
   readonly isAlive?: (pid: number) => boolean;
   /** Release on process exit as well (default true). */
   readonly releaseOnExit?: boolean;
-}
-
-/** Whether a local process exists (EPERM means it exists but belongs to someone else). */
-export function processIsAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
 }
 
 /** The lock file of one layer and stack. */

@@ -1,45 +1,33 @@
-// Entry point of `npm run platform -- <command> <env>`: wires the CLI to the real process, the real
-// Pulumi CLI (through the Automation API) and the terminal.
+// Entry point of the CLI (`./bin/platform <command> <env>`, or `npm run platform -- …`, which execs
+// it): wires the CLI to the real process, the real Pulumi CLI (through the Automation API) and the
+// terminal. Loads only what every command needs; the rest comes with the command that needs it.
 // First: on a too old Node.js this prints one line and exits before anything else loads.
 import "./nodeVersion";
 import * as os from "node:os";
-import * as path from "node:path";
+import { REPO_ROOT } from "../components/repoRoot";
+import { stopChildGroups } from "./childGroups";
 import { runCli } from "./cli";
 import type { CliContext } from "./context";
 import { ExitCode } from "./errors";
-import { processIsAlive } from "./lock";
-import { localWorkspaceFactory } from "./workspace";
-
-/** The repository root: this file lives in `<root>/automation/`. */
-export const REPO_ROOT = path.resolve(__dirname, "..");
+import { Interrupts, signalFromTerminal } from "./interrupts";
+import { processIsAlive } from "./processes";
+import type { WorkspaceFactory } from "./workspace";
 
 /**
- * Stopping a run without corrupting its state: the engine must be asked once to cancel (it then
- * finishes the operations under way); a second request makes it stop at once. Ctrl-C in a terminal
- * reaches the Pulumi CLI directly (same process group), so SIGINT is not forwarded, only noted;
- * SIGTERM (a CI runner, `kill`) reaches this process alone and is forwarded through the abort
- * signal. A second signal of either kind exits at once; the CLI's lock is released on exit.
+ * The Automation API factory, loaded when a command first asks for the Pulumi CLI or a stack: the
+ * API takes about a second to load, which `--help`, usage errors and the offline commands never pay.
  */
-function cancellation(): { signal: AbortSignal; requested: () => boolean } {
-  const controller = new AbortController();
-  let stopping = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping) {
-      process.stderr.write(`\n${signal} again: stopping now\n`);
-      process.exit(ExitCode.interrupted);
-    }
-    stopping = true;
-    process.stderr.write(
-      `\n${signal}: the engine is cancelling (it finishes the operations under way); send it again to stop at once\n`,
-    );
-    if (signal === "SIGTERM") controller.abort();
+function lazyWorkspaces(): WorkspaceFactory {
+  let factory: Promise<WorkspaceFactory> | undefined;
+  const load = () =>
+    (factory ??= import("./workspace").then((workspace) => workspace.localWorkspaceFactory()));
+  return {
+    ensureCli: async (options) => (await load()).ensureCli(options),
+    openStack: async (request) => (await load()).openStack(request),
   };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
-  return { signal: controller.signal, requested: () => stopping };
 }
 
-function systemContext(signal: AbortSignal): CliContext {
+function systemContext(interrupts: Interrupts): CliContext {
   return {
     repoRoot: REPO_ROOT,
     // `npm run` starts scripts in the package folder; INIT_CWD is where the operator typed it.
@@ -48,13 +36,14 @@ function systemContext(signal: AbortSignal): CliContext {
     stdout: process.stdout,
     stderr: process.stderr,
     clock: Date.now,
-    workspaces: localWorkspaceFactory(),
+    workspaces: lazyWorkspaces(),
     host: {
       pid: process.pid,
       hostname: os.hostname(),
       isAlive: processIsAlive,
     },
-    signal,
+    signal: interrupts.engineCancel,
+    interrupts,
     startTicker: (tick) => {
       const timer = setInterval(tick, 250);
       timer.unref();
@@ -63,11 +52,25 @@ function systemContext(signal: AbortSignal): CliContext {
   };
 }
 
-const cancel = cancellation();
-runCli(process.argv.slice(2), systemContext(cancel.signal)).then(
+// Stopping without corrupting anything (automation/interrupts.ts): the first SIGINT or SIGTERM lets
+// the step under way finish (the engine is asked once to cancel); a second one stops at once. The
+// CLI's lock files are released on exit either way.
+const interrupts = new Interrupts({
+  now: Date.now,
+  fromTerminal: signalFromTerminal,
+  write: (text) => process.stderr.write(text),
+  stopChildren: () => {
+    stopChildGroups();
+  },
+  exit: (code) => process.exit(code),
+});
+process.on("SIGINT", () => interrupts.receive("SIGINT"));
+process.on("SIGTERM", () => interrupts.receive("SIGTERM"));
+
+runCli(process.argv.slice(2), systemContext(interrupts)).then(
   (code) => {
     // A run the operator stopped reports that, not the engine's failure to finish it.
-    process.exitCode = code !== ExitCode.ok && cancel.requested() ? ExitCode.interrupted : code;
+    process.exitCode = code !== ExitCode.ok && interrupts.requested ? ExitCode.interrupted : code;
   },
   (error: unknown) => {
     // runCli reports every error itself; reaching this is a bug in the CLI.

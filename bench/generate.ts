@@ -33,6 +33,8 @@ export function generateStack(size: number): Record<string, unknown> {
       talosVersion: "v1.13.9",
       kubernetesVersion: "1.36.3",
       imageFactory: { platformExtensions: { proxmox: ["siderolabs/qemu-guest-agent"] } },
+      // Proxmox and bare metal are two sites; their addresses reach each other.
+      network: { connectivity: "routed" },
     },
     proxmox: { endpoint: "https://pve1.example.net:8006/", hosts: hosts.map((name) => ({ name })) },
     nodes,

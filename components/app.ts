@@ -5,7 +5,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { GrafanaConfiguration } from "./app/grafana";
 import { FoundationReference } from "./app/foundationRef";
 import { OpenbaoConfiguration } from "./app/openbao";
-import { loadAppConfig } from "./config/app";
+import { loadAppConfig } from "./config/appLoad";
 
 /** The app stack's outputs. */
 export interface AppOutputs {

@@ -2,7 +2,7 @@
 // KMS key of their secrets). Its own state stays on the local file:// backend.
 import * as gcp from "@pulumi/gcp";
 import * as pulumi from "@pulumi/pulumi";
-import { loadBootstrapConfig } from "./config/bootstrap";
+import { loadBootstrapConfig } from "./config/bootstrapLoad";
 import { StateBucket } from "./gcp/stateBucket";
 
 /** The bootstrap stack's outputs. */

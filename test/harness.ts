@@ -3,10 +3,12 @@ import * as pulumi from "@pulumi/pulumi";
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { parse } from "yaml";
+import { REPO_ROOT } from "../components/repoRoot";
 import { Recorder } from "./mocks";
 
 export const PROJECT = "talos-platform";
-export const ROOT = path.resolve(__dirname, "..");
+/** The repository root, also when this file runs compiled (dist/test/harness.js, the benchmark). */
+export const ROOT = REPO_ROOT;
 /**
  * Copies of the example stack files as they were when these tests were written: tests that check
  * particular values read these, so editing the repository's own stack files never breaks them

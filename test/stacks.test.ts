@@ -3,7 +3,7 @@
 // run its layer's program under mocks. Nothing here pins a value: an operator's valid edits of these
 // files keep the tests green. Tests of particular behaviour use the copies in test/fixtures/stacks.
 import { strict as assert } from "node:assert";
-import { readFileSync, readdirSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import * as path from "node:path";
 import { parse } from "yaml";
 import { CREDENTIALS } from "../automation/credentials";
@@ -199,11 +199,13 @@ describe("the projects", () => {
     for (const name of withScripts) assert.ok(name in allowScripts, `${name} not reviewed`);
   });
 
-  it("each layer's Pulumi.yaml is a TypeScript nodejs project whose config keys are described", () => {
+  it("each layer's Pulumi.yaml is a nodejs project running its compiled program, config keys described", () => {
     for (const dir of Object.values(LAYER_DIRS)) {
       const project = parse(readFileSync(path.join(ROOT, dir, "Pulumi.yaml"), "utf8"));
-      assert.deepEqual(project.runtime, { name: "nodejs", options: { typescript: true } }, dir);
-      assert.equal(project.main, "index.ts", dir);
+      // program.js builds when stale and runs dist/; ts-node must not run (docs/development.md).
+      assert.deepEqual(project.runtime, { name: "nodejs", options: { typescript: false } }, dir);
+      assert.equal(project.main, "program.js", dir);
+      assert.ok(existsSync(path.join(ROOT, dir, "program.js")), `${dir}/program.js`);
       for (const [key, declared] of Object.entries(project.config ?? {})) {
         const description = (declared as { description?: string }).description ?? "";
         assert.ok(description.length > 40, `${dir}/Pulumi.yaml: ${key} lacks a description`);

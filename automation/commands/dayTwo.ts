@@ -1,30 +1,24 @@
 // Registers the day-two commands (preflight, upgrade talos|kubernetes, etcd snapshot|restore,
-// replace-node, drift) on the CLI's commander program; the work is in automation/dayTwo/.
+// replace-node, drift) on the CLI's commander program; the work is in automation/dayTwo/, loaded
+// only when one of these commands runs (`--help` and usage errors load none of it).
 import { type Command, Option } from "commander";
 import * as path from "node:path";
 import type { CliContext } from "../context";
 import { type ExitCodeValue, UserError } from "../errors";
-import { checkDayTwoGuard } from "../guards";
+import { formatDuration, parseDuration } from "../dayTwo/clock";
 import {
   DEFAULT_KEEP_SNAPSHOTS,
   DEFAULT_KUBERNETES_TIMEOUTS,
   DEFAULT_ROLLOUT_TIMEOUTS,
   PREFLIGHT_HEALTH_TIMEOUT_MS,
   kubernetesTarget,
-  drift,
-  formatDuration,
-  parseDuration,
-  etcdRestore,
-  etcdSnapshot,
   parseKeep,
   parseMaxUnavailable,
-  preflight,
-  readStackCluster,
-  replaceNode,
   talosTarget,
-  upgradeKubernetes,
-  upgradeTalos,
-} from "../dayTwo";
+} from "../dayTwo/options";
+
+/** The day-two commands' implementation, loaded on first use. */
+const dayTwo = () => import("../dayTwo");
 
 /** Examples for the CLI's help. */
 export const DAY_TWO_EXAMPLES = [
@@ -95,8 +89,15 @@ const kubernetesVersion = (flag: string) => versionOption(flag, kubernetesTarget
  * What can be checked before a day-two command takes the stack's lock or looks for the Pulumi
  * CLI: the guard rails, the environment, the stack file's cluster and nodes, and a node's name.
  */
-function precheck(ctx: CliContext, command: string, env: string, node?: string): void {
+async function precheck(
+  ctx: CliContext,
+  command: string,
+  env: string,
+  node?: string,
+): Promise<void> {
+  const { checkDayTwoGuard } = await import("../guards");
   checkDayTwoGuard(command, env, ctx.env);
+  const { readStackCluster } = await dayTwo();
   const stack = readStackCluster(ctx.repoRoot, env);
   if (node !== undefined && !stack.nodes.some((n) => n.name === node)) {
     throw new UserError({
@@ -147,7 +148,8 @@ export function registerDayTwoCommands(
         env: string,
         options: Common & { talos?: string; kubernetes?: string; healthTimeout: number },
       ) => {
-        precheck(ctx, "preflight", env);
+        await precheck(ctx, "preflight", env);
+        const { preflight } = await dayTwo();
         done(
           await preflight(ctx, {
             env,
@@ -223,7 +225,8 @@ export function registerDayTwoCommands(
           healthTimeout: number;
         },
       ) => {
-        precheck(ctx, "upgrade talos", env);
+        await precheck(ctx, "upgrade talos", env);
+        const { upgradeTalos } = await dayTwo();
         done(
           await upgradeTalos(ctx, {
             env,
@@ -282,7 +285,8 @@ export function registerDayTwoCommands(
           healthTimeout: number;
         },
       ) => {
-        precheck(ctx, "upgrade kubernetes", env);
+        await precheck(ctx, "upgrade kubernetes", env);
+        const { upgradeKubernetes } = await dayTwo();
         done(
           await upgradeKubernetes(ctx, {
             env,
@@ -308,7 +312,8 @@ export function registerDayTwoCommands(
     .addOption(keepOption())
     .addOption(installCli())
     .action(async (env: string, options: Common & { out?: string; keepSnapshots: number }) => {
-      precheck(ctx, "etcd snapshot", env);
+      await precheck(ctx, "etcd snapshot", env);
+      const { etcdSnapshot } = await dayTwo();
       done(
         await etcdSnapshot(ctx, {
           env,
@@ -336,7 +341,8 @@ export function registerDayTwoCommands(
         env: string,
         options: Common & { from: string; yes?: boolean; allowHealthy?: boolean },
       ) => {
-        precheck(ctx, "etcd restore", env);
+        await precheck(ctx, "etcd restore", env);
+        const { etcdRestore } = await dayTwo();
         done(
           await etcdRestore(ctx, {
             env,
@@ -359,7 +365,8 @@ export function registerDayTwoCommands(
     .option("--yes", "confirm the etcd member removal in advance")
     .addOption(installCli())
     .action(async (env: string, node: string, options: Common & { yes?: boolean }) => {
-      precheck(ctx, "replace-node", env, node);
+      await precheck(ctx, "replace-node", env, node);
+      const { replaceNode } = await dayTwo();
       done(
         await replaceNode(ctx, {
           env,
@@ -378,7 +385,8 @@ export function registerDayTwoCommands(
     .argument("<env>", envArgument)
     .addOption(installCli())
     .action(async (env: string, options: Common) => {
-      precheck(ctx, "drift", env);
+      await precheck(ctx, "drift", env);
+      const { drift } = await dayTwo();
       done(await drift(ctx, { env, installCli: options.installCli === true }));
     });
 }

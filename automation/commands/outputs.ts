@@ -7,6 +7,7 @@ import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError } from "../errors";
 import { writePrivateFile } from "../files";
 import { type ReadRequest, readOutputs } from "../stackOutputs";
+import { CREDENTIAL_OUTPUTS, type CredentialOutput } from "./outputNames";
 
 // The reader lives below the commands (the day-two commands use it too); re-exported for callers.
 export { type ReadRequest, readOutputs } from "../stackOutputs";
@@ -14,11 +15,7 @@ export { type ReadRequest, readOutputs } from "../stackOutputs";
 /** How a secret output is shown. */
 export const SECRET_PLACEHOLDER = "[secret]";
 
-/** The credentials the foundation exports; their content never goes to stdout, even when asked. */
-export const CREDENTIAL_OUTPUTS = ["kubeconfig", "talosconfig"] as const;
-
-/** One of {@link CREDENTIAL_OUTPUTS}. */
-export type CredentialOutput = (typeof CREDENTIAL_OUTPUTS)[number];
+export * from "./outputNames";
 
 /**
  * The outputs as shown: secrets replaced by `[secret]` unless `showSecrets`, and the credentials

@@ -1,9 +1,9 @@
-// Registers `rollout <env>` on the CLI's commander program; the work is in automation/dayTwo/rollout.ts.
+// Registers `rollout <env>` on the CLI's commander program; the work is in automation/dayTwo/rollout.ts,
+// loaded only when the command runs.
 import { type Command, Option } from "commander";
 import type { CliContext } from "../context";
 import type { ExitCodeValue } from "../errors";
-import { parseMaxUnavailable } from "../dayTwo/talosUpgrade";
-import { rollout } from "../dayTwo/rollout";
+import { parseMaxUnavailable } from "../dayTwo/options";
 
 /** Examples for the CLI's help. */
 export const ROLLOUT_EXAMPLES = ["rollout staging --dry-run", "rollout prod"];
@@ -38,6 +38,7 @@ export function registerRolloutCommand(
         env: string,
         options: { maxUnavailable?: number; dryRun?: boolean; installCli?: boolean },
       ) => {
+        const { rollout } = await import("../dayTwo/rollout");
         done(
           await rollout(ctx, {
             env,

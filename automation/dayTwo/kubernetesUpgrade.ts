@@ -2,7 +2,6 @@
 // --dry-run`, the real upgrade (it rolls the control-plane components and every kubelet, and is
 // safe to re-run), the health check, every kubelet on the target, then the stack file bump.
 import * as path from "node:path";
-import { parseVersion } from "../../components/talos/versions";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError } from "../errors";
 import { type DeployedCluster, controlPlanes, loadCluster } from "./cluster";
@@ -15,6 +14,9 @@ import { withTalos } from "./session";
 import { takeSnapshot } from "./snapshots";
 import type { TalosClient } from "./talosClient";
 import { finishStackFile } from "./talosUpgrade";
+import { DEFAULT_KUBERNETES_TIMEOUTS, kubernetesTarget } from "./options";
+
+export { DEFAULT_KUBERNETES_TIMEOUTS, kubernetesTarget } from "./options";
 
 /** `upgrade kubernetes` as asked. */
 export interface KubernetesUpgradeRequest {
@@ -28,27 +30,6 @@ export interface KubernetesUpgradeRequest {
   readonly healthTimeoutMs?: number;
   /** `talosctl upgrade-k8s` as a whole (default {@link DEFAULT_KUBERNETES_TIMEOUTS}). */
   readonly upgradeTimeoutMs?: number;
-}
-
-/** Default waits of `upgrade kubernetes`. */
-export const DEFAULT_KUBERNETES_TIMEOUTS = {
-  /** upgrade-k8s rolls every control-plane component and every kubelet, one node at a time. */
-  upgradeMs: 60 * 60_000,
-  healthMs: 10 * 60_000,
-} as const;
-
-/** The normalized `X.Y.Z`, or a usage error. */
-export function kubernetesTarget(value: string): string {
-  const version = parseVersion(value);
-  if (!version) {
-    throw new UserError({
-      what: "--to",
-      problem: "must be a Kubernetes version like 1.37.1",
-      got: JSON.stringify(value),
-      fix: "Give the exact release, e.g. --to 1.37.1",
-    });
-  }
-  return version.version;
 }
 
 /** Runs `upgrade kubernetes`. */

@@ -18,6 +18,9 @@ import {
   talosStep,
   talosctlCompatible,
 } from "./upgradePath";
+import { PREFLIGHT_HEALTH_TIMEOUT_MS } from "./options";
+
+export { PREFLIGHT_HEALTH_TIMEOUT_MS };
 
 /** The outcome of one check. */
 export interface CheckResult {
@@ -231,9 +234,6 @@ export interface Observation {
   /** `talosctl health`; absent when not run (a node did not answer). */
   readonly health?: { readonly ok: boolean; readonly detail: string };
 }
-
-/** How long the health check of preflight waits at most. */
-export const PREFLIGHT_HEALTH_TIMEOUT_MS = 5 * 60_000;
 
 function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

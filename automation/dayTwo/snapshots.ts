@@ -10,8 +10,7 @@ import type { DeployedCluster } from "./cluster";
 import { controlPlanes } from "./cluster";
 import type { TalosClient } from "./talosClient";
 
-/** How many snapshots per environment are kept when not told otherwise. */
-export const DEFAULT_KEEP_SNAPSHOTS = 10;
+export { DEFAULT_KEEP_SNAPSHOTS, parseKeep } from "./options";
 
 /** The folder of one environment's snapshots. */
 export function snapshotDir(repoRoot: string, env: string): string {
@@ -117,18 +116,4 @@ export async function takeSnapshot(request: SnapshotRequest): Promise<Snapshot> 
     },
     ExitCode.failed,
   );
-}
-
-/** Parses `--keep-snapshots`. */
-export function parseKeep(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) {
-    throw new UserError({
-      what: "--keep-snapshots",
-      problem: "must be a whole number of at least 1",
-      got: JSON.stringify(value),
-      fix: `Use e.g. --keep-snapshots ${DEFAULT_KEEP_SNAPSHOTS}`,
-    });
-  }
-  return n;
 }

@@ -3,7 +3,6 @@
 // node (or batch) the node must answer again, report the target version and the cluster must be
 // healthy before anything else is touched. The stack file's talosVersion is bumped only at the end.
 import * as path from "node:path";
-import { parseVersion } from "../../components/talos/versions";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError } from "../errors";
 import {
@@ -24,25 +23,14 @@ import { applyBump, describeBump, planBump } from "./stackFile";
 import type { TalosClient } from "./talosClient";
 import { retagImage } from "./talosctlOutput";
 
-/** How long each wait of a roll may take. */
-export interface RolloutTimeouts {
-  /** talosctl upgrade of one node, reboot included. */
-  readonly upgradeMs: number;
-  /** The node answering again after the upgrade command returned. */
-  readonly nodeMs: number;
-  /** Between two attempts to reach a node. */
-  readonly pollMs: number;
-  /** The cluster health check after each node or batch. */
-  readonly healthMs: number;
-}
+import { DEFAULT_ROLLOUT_TIMEOUTS, type RolloutTimeouts, talosTarget } from "./options";
 
-/** Defaults: generous for a VM pulling a ~100 MB installer image over a home connection. */
-export const DEFAULT_ROLLOUT_TIMEOUTS: RolloutTimeouts = {
-  upgradeMs: 30 * 60_000,
-  nodeMs: 15 * 60_000,
-  pollMs: 10_000,
-  healthMs: 10 * 60_000,
-};
+export {
+  DEFAULT_ROLLOUT_TIMEOUTS,
+  parseMaxUnavailable,
+  type RolloutTimeouts,
+  talosTarget,
+} from "./options";
 
 /** `upgrade talos` as asked. */
 export interface TalosUpgradeRequest {
@@ -65,34 +53,6 @@ interface Stop {
   readonly node: ClusterNode;
   readonly step: "interrupted" | "quorum" | "upgrade" | "come back" | "version" | "health";
   readonly reason: string;
-}
-
-/** The normalized `vX.Y.Z`, or a usage error. */
-export function talosTarget(value: string): string {
-  const version = parseVersion(value);
-  if (!version) {
-    throw new UserError({
-      what: "--to",
-      problem: "must be a Talos version like v1.14.1",
-      got: JSON.stringify(value),
-      fix: "Give the exact release, e.g. --to v1.14.1",
-    });
-  }
-  return `v${version.version}`;
-}
-
-/** Parses `--max-unavailable`. */
-export function parseMaxUnavailable(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) {
-    throw new UserError({
-      what: "--max-unavailable",
-      problem: "must be a whole number of at least 1",
-      got: JSON.stringify(value),
-      fix: "Use e.g. --max-unavailable 2 (workers upgraded at once; control planes always go one by one)",
-    });
-  }
-  return n;
 }
 
 /** Control planes one per batch, then workers `maxUnavailable` per batch, in stack-file order. */
@@ -160,6 +120,35 @@ async function roll(
   const done: ClusterNode[] = [];
   let stop: Stop | undefined;
   const touched = new Set<string>();
+  /** The nodes of the batch under way and how far each got: what a forced stop leaves unverified. */
+  const inFlight = new Map<ClusterNode, string>();
+  const notTouched = () =>
+    pending
+      .filter((n) => !touched.has(n.name))
+      .map((n) => n.name)
+      .join(", ") || "(none)";
+  const summary = () => [
+    ...(already.length > 0
+      ? [`  already on ${to} before this run: ${already.map((n) => n.name).join(", ")}`]
+      : []),
+    ...(snapshotFile
+      ? [`  etcd snapshot from before the roll: ${path.relative(ctx.repoRoot, snapshotFile)}`]
+      : []),
+    `  ${path.basename(cluster.stack.file)} was not changed (it still says talosVersion ${cluster.stack.talosVersion})`,
+  ];
+  /** Said when the operator stops the run at once (a second interrupt) while a batch is under way. */
+  const forcedStopReport = () => {
+    const nodes = [...inFlight.keys()];
+    const verified = done.filter((n) => !inFlight.has(n));
+    return [
+      `upgrade talos ${request.env}: stopped at once while ${nodes.map((n) => n.name).join(", ")} ${nodes.length === 1 ? "was" : "were"} being upgraded to ${to}`,
+      `  upgraded:    ${verified.map((n) => n.name).join(", ") || "(none)"}`,
+      ...nodes.map((n) => `  unverified:  ${n.name} (${n.address}): ${inFlight.get(n)}`),
+      `  not touched: ${notTouched()}`,
+      ...summary(),
+      `  Check ${nodes.length === 1 ? "it" : "them"} first (${nodes.map((n) => `talosctl -n ${n.address} version`).join("; ")}; talosctl health), then resume: ${resumeCommand(request, to)}`,
+    ].join("\n");
+  };
 
   if (pending.length > 0) {
     const cps = pending.filter((n) => n.role === "controlplane").length;
@@ -187,9 +176,14 @@ async function roll(
       const label = (node: ClusterNode) =>
         `[${pending.indexOf(node) + 1}/${pending.length}] ${node.name}`;
       index += batch.length;
-      // SIGTERM (a CI runner, kill) lets the node under way finish, then stops before the next one.
-      if (ctx.signal?.aborted) {
-        stop = { node: batch[0], step: "interrupted", reason: "the run was asked to stop" };
+      // An interrupt (Ctrl-C, SIGTERM from a CI runner or kill) lets the batch under way finish and
+      // be verified, then stops before the next one.
+      if (ctx.signal?.aborted || ctx.interrupts?.stopping.aborted) {
+        stop = {
+          node: batch[0],
+          step: "interrupted",
+          reason: "the run was asked to stop; every node before it was upgraded and verified",
+        };
         break;
       }
       if (batch[0].role === "controlplane") {
@@ -203,7 +197,20 @@ async function roll(
       for (const node of batch) {
         out(`${label(node)} (${node.address}): upgrading with ${images.get(node.name)}`);
         touched.add(node.name);
+        inFlight.set(
+          node,
+          "mid-upgrade (talosctl upgrade was running); version and health not checked",
+        );
       }
+      // Until the batch is verified, a forced stop says how far each of its nodes got.
+      const endStep = ctx.interrupts?.begin(
+        `${batch.map((n) => n.name).join(", ")} ${batch.length === 1 ? "is" : "are"} being upgraded to ${to} and will be checked (version, health) first`,
+        forcedStopReport,
+      );
+      const endBatch = () => {
+        endStep?.();
+        inFlight.clear();
+      };
       const nodeStart = deps.clock.now();
       const results = await Promise.allSettled(
         batch.map((node) =>
@@ -221,6 +228,7 @@ async function roll(
           });
           continue;
         }
+        inFlight.set(node, "upgrade command done; waiting for it to answer, version not checked");
         const back = await waitForNode(client, deps.clock, node, {
           timeoutMs: timeouts.nodeMs,
           pollMs: timeouts.pollMs,
@@ -235,17 +243,20 @@ async function roll(
           continue;
         }
         done.push(node);
+        inFlight.set(node, `back on ${back.version}; the cluster's health was not checked`);
         out(
           `${label(node)}: back on ${back.version} after ${formatDuration(deps.clock.now() - nodeStart)}`,
         );
       }
       if (stops.length > 0) {
+        endBatch();
         stop = stops[0];
         for (const extra of stops.slice(1))
           out(`  also failed: ${extra.node.name} (${extra.step}): ${extra.reason}`);
         break batches;
       }
       const health = await healthGate(client, cluster, timeouts.healthMs, batch[0]);
+      endBatch();
       if (!health.ok) {
         stop = { node: batch[batch.length - 1], step: "health", reason: health.reason };
         break;
@@ -261,19 +272,17 @@ async function roll(
   }
 
   if (stop) {
-    const untouched = pending.filter((n) => !touched.has(n.name));
     const lines = [
       `upgrade talos ${request.env}: stopped at ${stop.node.name} (${stop.step}); no further node was touched`,
       `  upgraded:    ${done.map((n) => n.name).join(", ") || "(none)"}`,
       `  stopped at:  ${stop.node.name}: ${stop.reason}`,
-      `  not touched: ${untouched.map((n) => n.name).join(", ") || "(none)"}`,
-      ...(already.length > 0
-        ? [`  already on ${to} before this run: ${already.map((n) => n.name).join(", ")}`]
+      ...(stop.step === "upgrade"
+        ? [
+            `  unverified:  ${stop.node.name} may still be upgrading on its own (talosctl did not finish): check \`talosctl -n ${stop.node.address} version\` before resuming`,
+          ]
         : []),
-      ...(snapshotFile
-        ? [`  etcd snapshot from before the roll: ${path.relative(ctx.repoRoot, snapshotFile)}`]
-        : []),
-      `  ${path.basename(cluster.stack.file)} was not changed (it still says talosVersion ${cluster.stack.talosVersion})`,
+      `  not touched: ${notTouched()}`,
+      ...summary(),
     ];
     out(lines.join("\n"));
     throw new UserError(

@@ -1,8 +1,10 @@
 // The talosctl-backed TalosClient: one talosctl process per call, always with the cluster's own
 // talosconfig (a 0600 temp file), the control planes as endpoints and exactly the node it targets,
 // so the operator's ~/.talos/config and its current context never matter. Every call has a time-out
-// after which talosctl is stopped.
+// after which talosctl is stopped. talosctl runs in a process group of its own: a Ctrl-C in the
+// terminal reaches the CLI (which finishes the step under way) but never an upgrade half-way.
 import { spawn } from "node:child_process";
+import { signalGroup, trackChildGroup } from "../childGroups";
 import { ExitCode, UserError } from "../errors";
 import { formatDuration, goDuration } from "./clock";
 import type {
@@ -29,6 +31,8 @@ export interface CommandResult {
   readonly stderr: string;
   /** The run was stopped because it took longer than its time-out. */
   readonly timedOut: boolean;
+  /** The signal that ended it, when one did. */
+  readonly signal?: NodeJS.Signals;
 }
 
 /** How one process runs. */
@@ -50,10 +54,17 @@ const MAX_OUTPUT = 16 * 1024 * 1024;
 /** After SIGTERM on time-out, how long talosctl gets before SIGKILL. */
 const KILL_GRACE_MS = 5_000;
 
-/** The real runner: child_process.spawn, no shell, stdin closed. */
+/**
+ * The real runner: child_process.spawn, no shell, stdin closed, in a process group of its own
+ * (`detached`: a new session on POSIX), so signals meant for the CLI's group never reach it.
+ */
 export const spawnRunner: CommandRunner = (command, args, options) =>
   new Promise((resolve, reject) => {
-    const child = spawn(command, [...args], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(command, [...args], { stdio: ["ignore", "pipe", "pipe"], detached: true });
+    const untrack = child.pid === undefined ? () => {} : trackChildGroup(child.pid);
+    const stop = (signal: NodeJS.Signals) => {
+      if (child.pid === undefined || !signalGroup(child.pid, signal)) child.kill(signal);
+    };
     let stdout = "";
     let stderr = "";
     let timedOut = false;
@@ -68,18 +79,20 @@ export const spawnRunner: CommandRunner = (command, args, options) =>
     let killer: NodeJS.Timeout | undefined;
     const timer = setTimeout(() => {
       timedOut = true;
-      child.kill("SIGTERM");
-      killer = setTimeout(() => child.kill("SIGKILL"), KILL_GRACE_MS);
+      stop("SIGTERM");
+      killer = setTimeout(() => stop("SIGKILL"), KILL_GRACE_MS);
     }, options.timeoutMs);
     child.on("error", (error) => {
       clearTimeout(timer);
       if (killer) clearTimeout(killer);
+      untrack();
       reject(error);
     });
-    child.on("close", (code) => {
+    child.on("close", (code, signal) => {
       clearTimeout(timer);
       if (killer) clearTimeout(killer);
-      resolve({ code, stdout, stderr, timedOut });
+      untrack();
+      resolve({ code, stdout, stderr, timedOut, ...(signal ? { signal } : {}) });
     });
   });
 
@@ -187,7 +200,10 @@ export class TalosctlClient implements TalosClient {
       throw new UserError(
         {
           what: shown,
-          problem: `failed with exit code ${result.code ?? "(killed)"}`,
+          problem:
+            result.code === null
+              ? `was killed (${result.signal ?? "by a signal"}) before it finished`
+              : `failed with exit code ${result.code}`,
           got: JSON.stringify(lastLine(result.stderr || result.stdout)),
           fix: "Fix the cause (the node's state, its reachability) and rerun",
         },

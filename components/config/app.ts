@@ -1,19 +1,18 @@
 // The app layer's stack config: where the foundation's outputs come from, OpenBao's policies, auth and
 // mounts, Grafana's folders, data sources and dashboards. Policy and dashboard files are read here, so
 // a bad or missing file is reported with every other problem, before anything is created.
-import * as pulumi from "@pulumi/pulumi";
+import type * as pulumi from "@pulumi/pulumi";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import * as path from "node:path";
 import { z } from "zod";
+import { REPO_ROOT } from "../repoRoot";
 import { checkPlainTextCredentials, checkTopLevelKeys, checkUrlCredential } from "./checks";
 import { CLI_KEYS } from "./keys";
 import { PARSE_OPTIONS } from "./messages";
 import { Problems, propertyNames } from "./problems";
-import { runtimeStackValues } from "./stackValues";
-import { getCredential } from "./runSecrets";
 
 /** The app project's folder (policy and dashboard paths are relative to it). */
-export const APP_DIR = path.resolve(__dirname, "..", "..", "app");
+export const APP_DIR = path.join(REPO_ROOT, "app");
 
 const name = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, {
   error: "expected a lowercase name (letters, digits, - and _)",
@@ -461,26 +460,6 @@ export function validateAppConfig(
         ...d,
         isDefault: d.isDefault ?? false,
       })),
-    },
-  };
-}
-
-/** Reads and validates the current app stack's config and files. */
-export function loadAppConfig(): { spec: AppSpec; secrets: AppSecrets } {
-  const config = new pulumi.Config();
-  const { values, secretKeys } = runtimeStackValues();
-  const spec = validateAppConfig({ ...values }, pulumi.getStack(), secretKeys, pulumi.getProject());
-  return {
-    spec,
-    secrets: {
-      openbaoToken: getCredential(config, "openbaoToken"),
-      openbaoJwt: getCredential(config, "openbaoJwt"),
-      // Only the main branch may apply; GitHub Actions sets GITHUB_REF for every job.
-      openbaoJwtRole:
-        process.env.GITHUB_REF === `refs/heads/${spec.openbao.ci?.branch ?? "main"}`
-          ? "ci-apply"
-          : "ci-preview",
-      grafanaAuth: getCredential(config, "grafanaAuth"),
     },
   };
 }

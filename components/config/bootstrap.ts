@@ -1,12 +1,9 @@
 // The bootstrap layer's stack config: the GCP project, the state bucket and the optional secrets key.
-import * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
 import { checkPlainTextCredentials, checkTopLevelKeys } from "./checks";
 import { CLI_KEYS } from "./keys";
 import { PARSE_OPTIONS } from "./messages";
 import { Problems, propertyNames } from "./problems";
-import { runtimeStackValues } from "./stackValues";
-import { getCredential } from "./runSecrets";
 import { gcpSchema } from "./schema";
 
 const kmsName = z
@@ -117,21 +114,4 @@ export function validateBootstrapConfig(
     secretsKey: secretsKey && { ...secretsKey, location: secretsKey.location ?? gcp.region },
     ciMembers: ciMembers ?? [],
   };
-}
-
-/** Reads and validates the current bootstrap stack's config, and its one secret. */
-export function loadBootstrapConfig(): {
-  spec: BootstrapSpec;
-  /** A GCP service-account key (JSON), when the CLI found one; else application default credentials. */
-  gcpCredentials: pulumi.Output<string> | undefined;
-} {
-  const config = new pulumi.Config();
-  const { values, secretKeys } = runtimeStackValues();
-  const spec = validateBootstrapConfig(
-    { ...values },
-    `bootstrap/Pulumi.${pulumi.getStack()}.yaml`,
-    secretKeys,
-    pulumi.getProject(),
-  );
-  return { spec, gcpCredentials: getCredential(config, "gcpCredentials") };
 }

@@ -2,7 +2,7 @@
 // typed settings, or throws before any resource is registered.
 import * as pulumi from "@pulumi/pulumi";
 import { getCredential } from "./runSecrets";
-import { runtimeStackValues } from "./stackValues";
+import { runtimeStackValues } from "./runtimeValues";
 import type { PlatformSpec } from "./types";
 import { validatePlatformConfig } from "./validate";
 

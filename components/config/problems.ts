@@ -1,6 +1,5 @@
 // Collecting and formatting stack-file problems in one format:
 //   `<stack-file key>: <problem>; got <value>. <fix or allowed values>`
-import * as pulumi from "@pulumi/pulumi";
 import type { z } from "zod";
 import { maskUrl, urlCredential } from "./checks/credentials";
 
@@ -149,10 +148,15 @@ export class Problems {
 }
 
 /**
- * The stack file is invalid. A `RunError`, so Pulumi prints the message without a stack trace,
- * and it is thrown before any resource is registered.
+ * The stack file is invalid; thrown before any resource is registered. It carries the Pulumi SDK's
+ * RunError marker (what `pulumi.RunError.isInstance` checks, so that any copy of the SDK recognises
+ * it), so Pulumi prints the message without a stack trace; not extending the SDK's class keeps
+ * validation free of the SDK (`validate` checks stack files offline, without loading it).
  */
-export class StackConfigError extends pulumi.RunError {
+export class StackConfigError extends Error {
+  /** The marker of `pulumi.RunError`. */
+  readonly __pulumiRunError = true;
+
   constructor(
     readonly stackFile: string,
     readonly problems: readonly string[],

@@ -51,7 +51,8 @@ export class MachineFactory {
 
   /** The machine for one node, named `<cluster>-<node>`. */
   create(request: MachineRequest): TalosMachine {
-    const { node, machineConfiguration, protect } = request;
+    // machineConfiguration is read only by the platforms that need it (it is made when read).
+    const { node, protect } = request;
     const name = `${this.cluster.name}-${node.name}`;
     const clusterName = this.cluster.name;
     const opts = { parent: this.parent };
@@ -77,7 +78,7 @@ export class MachineFactory {
             node,
             settings: required(this.settings.oci, "oci"),
             platform: this.ociPlatform(),
-            machineConfiguration,
+            machineConfiguration: request.machineConfiguration,
             clusterName,
             protect,
           },
@@ -90,7 +91,7 @@ export class MachineFactory {
             node,
             settings: required(this.settings.openstack, "openstack"),
             platform: this.openstackPlatform(),
-            machineConfiguration,
+            machineConfiguration: request.machineConfiguration,
             clusterName,
             vip: this.cluster.vip,
             protect,

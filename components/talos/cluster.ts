@@ -6,7 +6,7 @@ import type { OnDestroyAction, TalosMachine } from "../nodes/machine";
 import { clientCredentials, ClientCredentials, machineSecretsInput } from "./credentials";
 import { ImageCatalog } from "./imageFactory";
 import { ConfigDocument, machinePatches } from "./patches";
-import { checkUserDataSizes } from "./userData";
+import { checkUserDataSizes } from "./userDataGate";
 
 /** Inputs of a {@link TalosCluster}: validated settings, never raw config. */
 export interface TalosClusterArgs {
@@ -93,9 +93,17 @@ export class TalosCluster extends pulumi.ComponentResource {
     const images = new ImageCatalog(name, cluster.talosVersion, cluster.imageFactory, this);
     const machines = new MachineFactory(cluster, nodes, args.platforms, images, this);
 
-    const installers = nodes.map(
-      (node) => images.forPlatform(node.platform, node.architecture).urls.installer,
-    );
+    // One installer Output per platform and architecture, shared by its nodes.
+    const installerOf = new Map<string, pulumi.Output<string>>();
+    const installers = nodes.map((node) => {
+      const key = `${node.platform}/${node.architecture}`;
+      let installer = installerOf.get(key);
+      if (!installer) {
+        installer = images.forPlatform(node.platform, node.architecture).urls.installer;
+        installerOf.set(key, installer);
+      }
+      return installer;
+    });
     const configs = nodes.map((node, i) => {
       const installer = installers[i];
       return pulumi.secret(
@@ -126,9 +134,12 @@ export class TalosCluster extends pulumi.ComponentResource {
     const members: Member[] = nodes.map((node, i) => {
       const machine = machines.create({
         node,
-        machineConfiguration: pulumi.secret(
-          pulumi.all([userDataChecked, configs[i]]).apply(([, config]) => config),
-        ),
+        // Made only when read: only the platforms that take the config as user data read it.
+        get machineConfiguration() {
+          return pulumi.secret(
+            pulumi.all([userDataChecked, configs[i]]).apply(([, config]) => config),
+          );
+        },
         protect: node.role === "controlplane" && cluster.protectControlPlanes,
       });
       return {
@@ -222,13 +233,10 @@ export class TalosCluster extends pulumi.ComponentResource {
         { parent: this },
       ).talosConfig,
     );
+    const pushed = members.filter((m) => m.apply);
     this.configHashes = pulumi
-      .all(
-        members
-          .filter((m) => m.apply)
-          .map((m) => pulumi.all([m.node.name, m.apply!.machineConfigurationHash])),
-      )
-      .apply((pairs) => Object.fromEntries(pairs));
+      .all(pushed.map((m) => m.apply!.machineConfigurationHash))
+      .apply((hashes) => Object.fromEntries(hashes.map((hash, i) => [pushed[i].node.name, hash])));
     const byNodeName = (values: pulumi.Output<string>[]) =>
       pulumi
         .all(values)
@@ -339,8 +347,10 @@ export class TalosCluster extends pulumi.ComponentResource {
 
 function addressesByName(members: readonly Member[]): pulumi.Output<AddressesByName> {
   return pulumi
-    .all(members.map((m) => pulumi.all([m.node.name, m.machine.talosAddress])))
-    .apply((pairs) => Object.fromEntries(pairs));
+    .all(members.map((m) => m.machine.talosAddress))
+    .apply((addresses) =>
+      Object.fromEntries(addresses.map((address, i) => [members[i].node.name, address])),
+    );
 }
 
 /** The provider returns certificates base64-encoded; PEM passes through unchanged. */

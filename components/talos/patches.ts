@@ -246,9 +246,26 @@ export function nodeDocuments(
   return documents;
 }
 
+/**
+ * Documents already rendered, by their JSON: most documents are the same on every node (the cluster's
+ * network, SANs, resolvers), and rendering YAML is the costly part of building a node's patches.
+ * Bounded: cleared when full, so the documents unique to one node never pile up.
+ */
+const rendered = new Map<string, string>();
+const RENDERED_MAX = 256;
+
 /** Serializes documents, one YAML patch per document. */
 export function renderPatches(documents: readonly ConfigDocument[]): string[] {
-  return documents.map((document) => stringify(document));
+  return documents.map((document) => {
+    const key = JSON.stringify(document);
+    let yaml = rendered.get(key);
+    if (yaml === undefined) {
+      yaml = stringify(document);
+      if (rendered.size >= RENDERED_MAX) rendered.clear();
+      rendered.set(key, yaml);
+    }
+    return yaml;
+  });
 }
 
 /**

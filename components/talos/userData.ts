@@ -1,6 +1,7 @@
 // How big a machine config may be where a platform delivers it as user data, and the checks that keep
 // an oversized one from reaching a machine.
-import * as pulumi from "@pulumi/pulumi";
+// Pure, and free of the Pulumi SDK: stack-file validation uses it offline (userDataGate.ts holds the
+// check on the generated configs).
 import type { CloudNodeSpecs, NodeSpec } from "../config/types";
 
 /** Each user-data platform's limit, in bytes after base64, and where it comes from. */
@@ -58,35 +59,4 @@ export function userDataProblem(
 /** True for nodes whose platform takes the config as size-limited user data. */
 export function hasUserDataLimit(node: NodeSpec): node is CloudNodeSpecs {
   return node.platform in USER_DATA_LIMITS;
-}
-
-/**
- * Resolves once every user-data node's generated config is known to fit its platform's limit, and
- * fails (naming each node, its size and the limit) otherwise. Machines wait on it.
- */
-export function checkUserDataSizes(
-  nodes: readonly NodeSpec[],
-  configs: readonly pulumi.Output<string>[],
-  parent: pulumi.Resource,
-): pulumi.Output<true> {
-  const limited = nodes.flatMap((node, i) =>
-    hasUserDataLimit(node) ? [{ node, config: configs[i] }] : [],
-  );
-  return pulumi.all(limited.map((l) => l.config)).apply((generated) => {
-    const problems = generated.flatMap((config, i) => {
-      const problem = userDataProblem(
-        limited[i].node,
-        base64Length(Buffer.byteLength(config)),
-        false,
-      );
-      return problem ? [problem] : [];
-    });
-    if (problems.length > 0) {
-      throw new pulumi.ResourceError(
-        `machine config over a platform's user-data limit; no machine gets it:\n  - ${problems.join("\n  - ")}`,
-        parent,
-      );
-    }
-    return true as const;
-  });
 }

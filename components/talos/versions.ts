@@ -1,5 +1,9 @@
 // Talos and Kubernetes version rules, from Talos' own support matrix. Pure: no resources, no config.
-import * as semver from "semver";
+// semver's functions one by one: its index loads every module of the package (~25 ms), and the CLI
+// parses versions before any command runs.
+import type * as semver from "semver";
+import semverCompare from "semver/functions/compare";
+import semverParse from "semver/functions/parse";
 
 /** One Talos minor release line and what it supports. */
 export interface TalosRelease {
@@ -23,7 +27,7 @@ export const TALOS_RELEASES: readonly TalosRelease[] = [
 /** A strict `MAJOR.MINOR.PATCH` with an optional leading `v`; undefined when malformed. */
 export function parseVersion(value: string): semver.SemVer | undefined {
   if (!/^v?\d+\.\d+\.\d+$/.test(value)) return undefined;
-  return semver.parse(value.replace(/^v/, "")) ?? undefined;
+  return semverParse(value.replace(/^v/, "")) ?? undefined;
 }
 
 /** `1.13` for `v1.13.9`. */
@@ -38,7 +42,7 @@ export function talosRelease(version: semver.SemVer): TalosRelease | undefined {
 
 /** Compares two `MAJOR.MINOR` strings numerically. */
 export function compareMinor(a: string, b: string): number {
-  return semver.compare(`${a}.0`, `${b}.0`);
+  return semverCompare(`${a}.0`, `${b}.0`);
 }
 
 /** True when the Talos release supports the Kubernetes version. */

@@ -1,5 +1,5 @@
 import { strict as assert } from "node:assert";
-import { spawnSync } from "node:child_process";
+import { type SpawnSyncReturns, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { REQUIRED_NODE_MAJOR, nodeVersionProblem } from "../../automation/nodeVersion";
@@ -57,13 +57,19 @@ describe("the Node.js version check", () => {
     const check = spawnSync(node!, ["scripts/check-node.js"], { cwd: ROOT, encoding: "utf8" });
     assert.equal(check.status, 1);
     assert.equal(check.stderr, `${nodeVersionProblem(version)}\n`);
-    const cli = spawnSync(
-      node!,
-      ["-r", "ts-node/register/transpile-only", "automation/main.ts", "validate"],
-      { cwd: ROOT, encoding: "utf8", env: { PATH: path.dirname(node!) } },
-    );
-    assert.equal(cli.status, 5);
-    assert.equal(cli.stderr, `${nodeVersionProblem(version)}\n`);
-    assert.equal(cli.stdout, "");
+    // The CLI's bin (what `npm run platform` execs and a user runs), and automation/main.ts itself.
+    for (const entry of [
+      ["bin/platform"],
+      ["-r", "ts-node/register/transpile-only", "automation/main.ts"],
+    ]) {
+      const cli: SpawnSyncReturns<string> = spawnSync(node!, [...entry, "validate"], {
+        cwd: ROOT,
+        encoding: "utf8",
+        env: { PATH: path.dirname(node!) },
+      });
+      assert.equal(cli.status, 5, entry.join(" "));
+      assert.equal(cli.stderr, `${nodeVersionProblem(version)}\n`);
+      assert.equal(cli.stdout, "");
+    }
   });
 });

@@ -1,5 +1,6 @@
 // Running the CLI the way an operator does: a new process with the real argv, environment, exit
-// code and streams (the entry point in automation/main.ts), and tools to give it a controlled PATH.
+// code and streams (bin/platform, what `npm run platform` execs: the compiled automation/main.ts),
+// and tools to give it a controlled PATH.
 import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -14,17 +15,21 @@ export interface ProcessResult {
   readonly stderr: string;
 }
 
+/** The CLI's bin as a process runs it: the Node.js running the tests, then bin/platform. */
+const CLI = [path.join(ROOT, "bin", "platform")];
+
 /** Runs `npm run platform -- <args>` as a process (without npm, which adds its own lines). */
 export function runCliProcess(
   args: readonly string[],
   env: Readonly<Record<string, string>>,
   cwd = ROOT,
 ): ProcessResult {
-  const result = spawnSync(
-    process.execPath,
-    ["-r", "ts-node/register/transpile-only", path.join(ROOT, "automation", "main.ts"), ...args],
-    { cwd, env: { ...env }, encoding: "utf8", timeout: 120_000 },
-  );
+  const result = spawnSync(process.execPath, [...CLI, ...args], {
+    cwd,
+    env: { ...env },
+    encoding: "utf8",
+    timeout: 120_000,
+  });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -35,11 +40,11 @@ export function startCliProcess(
   cwd = ROOT,
 ): Promise<ProcessResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ["-r", "ts-node/register/transpile-only", path.join(ROOT, "automation", "main.ts"), ...args],
-      { cwd, env: { ...env }, stdio: ["ignore", "pipe", "pipe"] },
-    );
+    const child = spawn(process.execPath, [...CLI, ...args], {
+      cwd,
+      env: { ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text));

@@ -1,7 +1,7 @@
 export {
   getConfiguration,
   getConfigurationOutput,
-  GetConfigurationArgs,
-  GetConfigurationOutputArgs,
-  GetConfigurationResult,
+  type GetConfigurationArgs,
+  type GetConfigurationOutputArgs,
+  type GetConfigurationResult,
 } from "./getConfiguration";

@@ -1,8 +1,8 @@
 export {
   getHealth,
   getHealthOutput,
-  GetHealthArgs,
-  GetHealthOutputArgs,
-  GetHealthResult,
+  type GetHealthArgs,
+  type GetHealthOutputArgs,
+  type GetHealthResult,
 } from "./getHealth";
-export { Kubeconfig, KubeconfigArgs, KubeconfigState } from "./kubeconfig";
+export { Kubeconfig, type KubeconfigArgs, type KubeconfigState } from "./kubeconfig";

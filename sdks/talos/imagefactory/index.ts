@@ -1,2 +1,8 @@
-export { getUrls, getUrlsOutput, GetUrlsArgs, GetUrlsOutputArgs, GetUrlsResult } from "./getUrls";
-export { Schematic, SchematicArgs, SchematicState } from "./schematic";
+export {
+  getUrls,
+  getUrlsOutput,
+  type GetUrlsArgs,
+  type GetUrlsOutputArgs,
+  type GetUrlsResult,
+} from "./getUrls";
+export { Schematic, type SchematicArgs, type SchematicState } from "./schematic";

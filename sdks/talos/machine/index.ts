@@ -1,14 +1,14 @@
-export { Bootstrap, BootstrapArgs, BootstrapState } from "./bootstrap";
+export { Bootstrap, type BootstrapArgs, type BootstrapState } from "./bootstrap";
 export {
   ConfigurationApply,
-  ConfigurationApplyArgs,
-  ConfigurationApplyState,
+  type ConfigurationApplyArgs,
+  type ConfigurationApplyState,
 } from "./configurationApply";
 export {
   getConfiguration,
   getConfigurationOutput,
-  GetConfigurationArgs,
-  GetConfigurationOutputArgs,
-  GetConfigurationResult,
+  type GetConfigurationArgs,
+  type GetConfigurationOutputArgs,
+  type GetConfigurationResult,
 } from "./getConfiguration";
-export { Secrets, SecretsArgs, SecretsState } from "./secrets";
+export { Secrets, type SecretsArgs, type SecretsState } from "./secrets";
