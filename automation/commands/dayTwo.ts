@@ -9,6 +9,7 @@ import { formatDuration, parseDuration } from "../dayTwo/clock";
 import {
   DEFAULT_KEEP_SNAPSHOTS,
   DEFAULT_KUBERNETES_TIMEOUTS,
+  DEFAULT_RESTORE_WAIT_MS,
   DEFAULT_ROLLOUT_TIMEOUTS,
   PREFLIGHT_HEALTH_TIMEOUT_MS,
   kubernetesTarget,
@@ -335,11 +336,23 @@ export function registerDayTwoCommands(
       "--allow-healthy",
       "restore even though etcd has quorum (a drill: the cluster goes back to the snapshot)",
     )
+    .addOption(
+      waitOption(
+        "--wait-timeout",
+        "each wait of the recovery: etcd reaching Preparing, every control plane back, health",
+        DEFAULT_RESTORE_WAIT_MS,
+      ),
+    )
     .addOption(installCli())
     .action(
       async (
         env: string,
-        options: Common & { from: string; yes?: boolean; allowHealthy?: boolean },
+        options: Common & {
+          from: string;
+          yes?: boolean;
+          allowHealthy?: boolean;
+          waitTimeout: number;
+        },
       ) => {
         await precheck(ctx, "etcd restore", env);
         const { etcdRestore } = await dayTwo();
@@ -350,6 +363,7 @@ export function registerDayTwoCommands(
             yes: options.yes === true,
             allowHealthy: options.allowHealthy === true,
             installCli: options.installCli === true,
+            waitTimeoutMs: options.waitTimeout,
           }),
         );
       },

@@ -14,6 +14,7 @@ import { type DayTwoDeps, dayTwoDeps } from "./deps";
 import { healthGate } from "./gates";
 import { withFoundationLock } from "./lock";
 import { quorum } from "./preflight";
+import { DEFAULT_RESTORE_WAIT_MS } from "./options";
 import { withTalos } from "./session";
 import { snapshotDir, takeSnapshot } from "./snapshots";
 import type { ServiceStatus, TalosClient } from "./talosClient";
@@ -107,7 +108,7 @@ async function restore(
   file: string,
 ): Promise<ExitCodeValue> {
   const out = (line: string) => ctx.stdout.write(`${line}\n`);
-  const waitMs = request.waitTimeoutMs ?? 20 * 60_000;
+  const waitMs = request.waitTimeoutMs ?? DEFAULT_RESTORE_WAIT_MS;
   const pollMs = request.pollMs ?? 10_000;
   const cps = controlPlanes(cluster);
   const bytes = fs.statSync(file).size;

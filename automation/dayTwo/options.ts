@@ -30,6 +30,12 @@ export const DEFAULT_KUBERNETES_TIMEOUTS = {
   healthMs: 10 * 60_000,
 } as const;
 
+/**
+ * How long each wait of `etcd restore` may take: a control plane reaching Preparing after its
+ * ephemeral wipe, every control plane back in etcd, the cluster's health.
+ */
+export const DEFAULT_RESTORE_WAIT_MS = 20 * 60_000;
+
 /** How long the health check of preflight waits at most. */
 export const PREFLIGHT_HEALTH_TIMEOUT_MS = 5 * 60_000;
 

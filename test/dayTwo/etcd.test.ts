@@ -260,4 +260,20 @@ describe("etcd restore", () => {
     );
     assert.ok(!f.talos.log.some((l) => l.startsWith("bootstrap")));
   });
+
+  it("waits --wait-timeout instead, and documents its default", async () => {
+    const { f } = lostQuorum();
+    f.talos.wipeEphemeral = async (node) => {
+      f.talos.log.push(`wipe ${f.talos.node(node).name}`);
+    };
+    const argv = ["etcd", "restore", "staging", "--from", "db.snapshot", "--yes"];
+    assert.equal(await runCli([...argv, "--wait-timeout", "90s"], f.ctx), ExitCode.failed);
+    assert.match(f.ctx.stderr.text, /etcd did not reach Preparing within 1m30s; got /);
+    const help = dayTwoFixture();
+    assert.equal(await runCli(["etcd", "restore", "--help"], help.ctx), ExitCode.ok);
+    assert.match(
+      help.ctx.stdout.text.replace(/\s+/g, " "),
+      /--wait-timeout <duration> .*\(default: 20m0s\)/,
+    );
+  });
 });
