@@ -104,11 +104,23 @@ export function parseUrn(urn: string): UrnParts {
   };
 }
 
-/** The engine's messages carry colour directives (`<{%reset%}>`); plain text without them. */
+/**
+ * The engine's messages carry colour directives (`<{%reset%}>`); plain text without them. A
+ * program's unhandled exception (a failed invoke, such as the health check) reaches the engine as
+ * Node prints it: the error, then its stack frames and own properties (`{ promise: … }`), which
+ * say nothing to an operator: only the error is kept.
+ */
 export function plainMessage(message: string): string {
-  return message
+  const plain = message
     .replace(/<\{%[^%]*%\}>/g, "")
     .replace(/\u001b\[[0-9;]*m/g, "")
+    .trim();
+  if (!plain.includes("failed with an unhandled exception:")) return plain;
+  const lines = plain.split("\n");
+  const frame = lines.findIndex((line) => /^\s+at \S/.test(line));
+  return (frame < 0 ? lines : lines.slice(0, frame))
+    .join("\n")
+    .replace(/^<ref \*\d+> /gm, "")
     .trim();
 }
 

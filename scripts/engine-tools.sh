@@ -60,6 +60,12 @@ if $need_go && ! $have_go; then
   echo "test:engine needs Go (1.26+, to build the Pulumi CLI $sdk_version, its Node.js language host and the Talos provider plugin) or a Pulumi CLI on PATH with pulumi-language-nodejs and the talos v$talos_version plugin in ~/.pulumi/plugins; found neither" >&2
   exit 5
 fi
+# The lifecycle on emulated nodes needs talosctl and the node emulator, built from Go modules
+# (engine/talos-emulator/build.sh, run by the test), whichever Pulumi tools are used.
+if ! $have_go; then
+  echo "test:engine needs Go (1.26+) to build talosctl and the Talos node emulator (engine/talos-emulator/build.sh), also with your own Pulumi CLI and talos plugin; found no go on PATH" >&2
+  exit 5
+fi
 
 # Builds with a stamp: rebuilt only when what it is built from changes.
 stamp_ok() { [ -x "$1" ] && [ -f "$1.stamp" ] && [ "$(cat "$1.stamp")" = "$2" ]; }

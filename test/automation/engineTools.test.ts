@@ -12,8 +12,8 @@ describe("scripts/engine-tools.sh (npm run test:engine)", () => {
   });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  it("says in one line what it needs and exits 5 where there is neither Go nor a Pulumi CLI", () => {
-    // A PATH with node and the two tools the script needs before it looks: no go, no pulumi.
+  /** A PATH with node and the two tools the script needs before it looks: no go, no pulumi. */
+  function minimalBin(): string {
     const bin = path.join(dir, "bin");
     fs.mkdirSync(bin);
     fs.symlinkSync(process.execPath, path.join(bin, "node"));
@@ -22,10 +22,17 @@ describe("scripts/engine-tools.sh (npm run test:engine)", () => {
       assert.ok(found, tool);
       fs.symlinkSync(found, path.join(bin, tool));
     }
-    const result = spawnSync("/bin/bash", [path.join(ROOT, "scripts", "engine-tools.sh")], {
+    return bin;
+  }
+
+  const run = (bin: string) =>
+    spawnSync("/bin/bash", [path.join(ROOT, "scripts", "engine-tools.sh")], {
       env: { PATH: bin, HOME: dir, ENGINE_TOOLS_DIR: path.join(dir, "cache") },
       encoding: "utf8",
     });
+
+  it("says in one line what it needs and exits 5 where there is neither Go nor a Pulumi CLI", () => {
+    const result = run(minimalBin());
     assert.equal(result.status, 5, result.stderr);
     assert.equal(result.stdout, "");
     const lines = result.stderr.trim().split("\n");
@@ -33,6 +40,28 @@ describe("scripts/engine-tools.sh (npm run test:engine)", () => {
     assert.match(
       lines[0],
       /^test:engine needs Go .* or a Pulumi CLI on PATH with pulumi-language-nodejs and the talos v0\.8\.1 plugin in ~\/\.pulumi\/plugins; found neither$/,
+    );
+  });
+
+  it("still needs Go, for talosctl and the node emulator, with a Pulumi CLI and the plugin of your own", () => {
+    const bin = minimalBin();
+    const executable = (file: string) => {
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      fs.writeFileSync(file, "#!/bin/sh\nexit 0\n", { mode: 0o755 });
+    };
+    executable(path.join(bin, "pulumi"));
+    executable(path.join(bin, "pulumi-language-nodejs"));
+    executable(
+      path.join(dir, ".pulumi", "plugins", "resource-talos-v0.8.1", "pulumi-resource-talos"),
+    );
+    const result = run(bin);
+    assert.equal(result.status, 5, result.stderr);
+    assert.equal(result.stdout, "");
+    const lines = result.stderr.trim().split("\n");
+    assert.equal(lines.length, 1, result.stderr);
+    assert.match(
+      lines[0],
+      /^test:engine needs Go \(1\.26\+\) to build talosctl and the Talos node emulator .*; found no go on PATH$/,
     );
   });
 });

@@ -224,6 +224,20 @@ describe("recorded engine events", () => {
 
   it("are read with colour directives removed and URNs split into type and name", () => {
     assert.equal(plainMessage("<{%reset%}>update failed<{%reset%}>\n"), "update failed");
+    // A failed invoke, as the engine tier's lifecycle got it from a failing health check.
+    assert.equal(
+      plainMessage(
+        [
+          "Running program '/tmp/repo/index.ts' failed with an unhandled exception:",
+          "<ref *1> Error: invocation of talos:cluster/getHealth:getHealth returned an error: cluster health check failed",
+          "    at Object.callback (/repo/node_modules/@pulumi/runtime/invoke.ts:301:37)",
+          "    at processTicksAndRejections (node:internal/process/task_queues:84:11) {",
+          "  promise: Promise { <rejected> [Circular *1] }",
+          "}",
+        ].join("\n"),
+      ),
+      "Running program '/tmp/repo/index.ts' failed with an unhandled exception:\nError: invocation of talos:cluster/getHealth:getHealth returned an error: cluster health check failed",
+    );
     assert.deepEqual(
       parseUrn(
         "urn:pulumi:staging::talos-platform::platform:talos:Cluster$platform:proxmox:Node$proxmoxve:index/vmLegacy:VmLegacy::staging-stg-cp-1-vm",

@@ -225,5 +225,27 @@ function copyRepository(from: string, to: string): void {
     fs.mkdirSync(path.dirname(target), { recursive: true });
     fs.copyFileSync(source, target);
   }
-  fs.symlinkSync(path.join(from, "node_modules"), path.join(to, "node_modules"), "dir");
+  linkNodeModules(path.join(from, "node_modules"), path.join(to, "node_modules"), to);
+}
+
+/**
+ * Links the checkout's node_modules into the copy entry by entry, except the local Talos SDK
+ * (`file:sdks/talos`, a link to ../../sdks/talos), which resolves to the copy's own sdks/talos:
+ * the copy's programs compile it there when they start (scripts/build.js), so the engine tier works
+ * on a checkout that was never built.
+ */
+function linkNodeModules(from: string, to: string, repo: string): void {
+  fs.mkdirSync(to);
+  for (const entry of fs.readdirSync(from)) {
+    if (entry !== "@pulumiverse") {
+      fs.symlinkSync(path.join(from, entry), path.join(to, entry));
+      continue;
+    }
+    fs.mkdirSync(path.join(to, entry));
+    for (const pkg of fs.readdirSync(path.join(from, entry))) {
+      const target =
+        pkg === "talos" ? path.join(repo, "sdks", "talos") : path.join(from, entry, pkg);
+      fs.symlinkSync(target, path.join(to, entry, pkg), "dir");
+    }
+  }
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -14,6 +13,9 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/siderolabs/crypto/x509"
+	"github.com/siderolabs/talos/pkg/cluster"
+	"github.com/siderolabs/talos/pkg/cluster/check"
+	"github.com/siderolabs/talos/pkg/conditions"
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"github.com/siderolabs/talos/pkg/machinery/client"
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
@@ -453,10 +455,15 @@ func applyConfiguration(ctx context.Context, news resource.PropertyMap, preview 
 		return nil, fmt.Errorf("Error applying configuration: the node would refuse it: %w", err)
 	}
 	node := str(news, "node")
+	resolved := mode
 	err = withNode(ctx, str(news, "endpoint"), node, objectOf(news["clientConfiguration"]), timeout,
 		func(ctx context.Context, c *client.Client) error {
-			_, err := c.ApplyConfiguration(ctx, &machine.ApplyConfigurationRequest{
-				Mode: machine.ApplyConfigurationRequest_Mode(machine.ApplyConfigurationRequest_Mode_value[strings.ToUpper(mode)]),
+			var err error
+			if resolved, err = resolveApplyMode(ctx, c, mode, rendered); err != nil {
+				return err
+			}
+			_, err = c.ApplyConfiguration(ctx, &machine.ApplyConfigurationRequest{
+				Mode: machine.ApplyConfigurationRequest_Mode(machine.ApplyConfigurationRequest_Mode_value[strings.ToUpper(resolved)]),
 				Data: rendered,
 			})
 			return err
@@ -464,7 +471,31 @@ func applyConfiguration(ctx context.Context, news resource.PropertyMap, preview 
 	if err != nil {
 		return nil, fmt.Errorf("Error applying configuration: %w", err)
 	}
+	outputs["resolvedApplyMode"] = resource.NewStringProperty(resolved)
 	return outputs, nil
+}
+
+// resolveApplyMode turns the provider's staged_if_needing_reboot into a Talos API mode, as the
+// real provider does: a dry run in AUTO mode asks the node whether the change needs a reboot; if
+// it does the config is staged, otherwise applied in AUTO mode. (staged_if_needing_reboot is no
+// Talos API mode: sent as it is, it would be the enum's zero value, REBOOT.) Every other mode is
+// sent as it is.
+func resolveApplyMode(ctx context.Context, c *client.Client, mode string, rendered []byte) (string, error) {
+	if mode != "staged_if_needing_reboot" {
+		return mode, nil
+	}
+	dry, err := c.ApplyConfiguration(ctx, &machine.ApplyConfigurationRequest{
+		Mode: machine.ApplyConfigurationRequest_AUTO, Data: rendered, DryRun: true,
+	})
+	if err != nil {
+		return "", err
+	}
+	for _, m := range dry.GetMessages() {
+		if m.GetMode() == machine.ApplyConfigurationRequest_REBOOT {
+			return "staged", nil
+		}
+	}
+	return "auto", nil
 }
 
 func renderConfiguration(input string, patchTexts []string) ([]byte, error) {
@@ -482,15 +513,60 @@ func renderConfiguration(input string, patchTexts []string) ([]byte, error) {
 	return out.Bytes()
 }
 
+// resetOnDestroy resets the node as the real provider's Delete does: STATE and EPHEMERAL wiped
+// (the machine config and etcd data; the installation stays), then, with a reboot, it waits until
+// the node answers in maintenance mode.
 func resetOnDestroy(ctx context.Context, outputs resource.PropertyMap, timeout time.Duration) error {
 	onDestroy := objectOf(outputs["onDestroy"])
 	if !boolOf(onDestroy["reset"]) {
 		return nil
 	}
-	return withNode(ctx, str(outputs, "endpoint"), str(outputs, "node"), objectOf(outputs["clientConfiguration"]), timeout,
+	node := str(outputs, "node")
+	endpoint := str(outputs, "endpoint")
+	if endpoint == "" {
+		endpoint = node
+	}
+	err := withNode(ctx, endpoint, node, objectOf(outputs["clientConfiguration"]), timeout,
 		func(ctx context.Context, c *client.Client) error {
-			return c.Reset(ctx, boolOf(onDestroy["graceful"]), boolOf(onDestroy["reboot"]))
+			return c.ResetGeneric(ctx, &machine.ResetRequest{
+				Graceful: boolOf(onDestroy["graceful"]),
+				Reboot:   boolOf(onDestroy["reboot"]),
+				SystemPartitionsToWipe: []*machine.ResetPartitionSpec{
+					{Label: constants.StatePartitionLabel, Wipe: true},
+					{Label: constants.EphemeralPartitionLabel, Wipe: true},
+				},
+			})
 		})
+	if err != nil {
+		return fmt.Errorf("Error resetting machine: %w", err)
+	}
+	if !boolOf(onDestroy["reboot"]) {
+		return nil
+	}
+	deadline := time.Now().Add(timeout)
+	for !inMaintenance(ctx, endpoint, node) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("Error resetting machine: %s did not answer in maintenance mode within %s", node, timeout)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	return nil
+}
+
+// inMaintenance tells whether the node answers without a client certificate (maintenance mode).
+func inMaintenance(ctx context.Context, endpoint, node string) bool {
+	callCtx, cancel := context.WithTimeout(client.WithNode(ctx, node), 10*time.Second)
+	defer cancel()
+	c, err := client.New(callCtx, client.WithTLSConfig(&tls.Config{InsecureSkipVerify: true}), client.WithEndpoints(endpoint)) //nolint:gosec // maintenance mode, as the real provider
+	if err != nil {
+		return false
+	}
+	defer c.Close() //nolint:errcheck
+	_, err = c.Disks(callCtx)
+	return err == nil
 }
 
 func bootstrap(ctx context.Context, news resource.PropertyMap, timeout time.Duration) error {
@@ -544,9 +620,10 @@ func kubernetesClient(raw []byte) resource.PropertyValue {
 	})
 }
 
-// health asks every control plane for its version: a node that does not answer fails the check.
-// (The real provider runs Talos' full cluster health check; the node emulator of the next issue
-// serves that.)
+// health runs Talos' own cluster checks client side, as the real provider's getHealth does
+// (terraform-provider-talos: a Talos client on the endpoints, check.DefaultClusterChecks, or
+// check.PreBootSequenceChecks with skipKubernetesChecks, waited for up to timeouts.read); the
+// Kubernetes checks use the kubeconfig Talos hands out, at the cluster endpoint.
 func health(ctx context.Context, args resource.PropertyMap) (resource.PropertyMap, error) {
 	timeout := 10 * time.Minute
 	if s := str(objectOf(args["timeouts"]), "read"); s != "" {
@@ -554,21 +631,65 @@ func health(ctx context.Context, args resource.PropertyMap) (resource.PropertyMa
 			timeout = d
 		}
 	}
-	cc := objectOf(args["clientConfiguration"])
-	var problems []string
-	for _, node := range append(strings_(args["controlPlaneNodes"]), strings_(args["workerNodes"])...) {
-		err := withNode(ctx, node, node, cc, timeout, func(ctx context.Context, c *client.Client) error {
-			_, err := c.Version(ctx)
-			return err
-		})
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", node, err))
-		}
+	cfg, err := talosClientConfig("dynamic", objectOf(args["clientConfiguration"]))
+	if err != nil {
+		return nil, err
 	}
-	if len(problems) > 0 {
-		return nil, errors.New("cluster is not healthy: " + strings.Join(problems, "; "))
+	c, err := client.New(ctx, client.WithConfig(cfg), client.WithEndpoints(strings_(args["endpoints"])...))
+	if err != nil {
+		return nil, fmt.Errorf("failed to create talos client: %w", err)
+	}
+	defer c.Close() //nolint:errcheck
+	clientProvider := &cluster.ConfigClientProvider{DefaultClient: c}
+	defer clientProvider.Close() //nolint:errcheck
+	controlPlanes, err := cluster.IPsToNodeInfos(strings_(args["controlPlaneNodes"]))
+	if err != nil {
+		return nil, fmt.Errorf("failed to generate node infos: %w", err)
+	}
+	workers, err := cluster.IPsToNodeInfos(strings_(args["workerNodes"]))
+	if err != nil {
+		return nil, fmt.Errorf("failed to generate node infos: %w", err)
+	}
+	state := struct {
+		cluster.ClientProvider
+		cluster.K8sProvider
+		cluster.Info
+	}{
+		ClientProvider: clientProvider,
+		K8sProvider:    &cluster.KubernetesClient{ClientProvider: clientProvider},
+		Info: &nodeList{
+			byType: map[machinetype.Type][]cluster.NodeInfo{
+				machinetype.TypeControlPlane: controlPlanes,
+				machinetype.TypeWorker:       workers,
+			},
+			all: append(append([]cluster.NodeInfo{}, controlPlanes...), workers...),
+		},
+	}
+	checks := check.DefaultClusterChecks()
+	if boolOf(args["skipKubernetesChecks"]) {
+		checks = check.PreBootSequenceChecks()
+	}
+	checkCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	reporter := &lastCondition{}
+	if err := check.Wait(checkCtx, &state, checks, reporter); err != nil {
+		return nil, fmt.Errorf("cluster health check failed: %w (last: %s)", err, reporter.last)
 	}
 	out := copyMap(args)
 	out["id"] = resource.NewStringProperty("cluster_health")
 	return out, nil
 }
+
+// nodeList is the cluster.Info of the nodes the check was given.
+type nodeList struct {
+	byType map[machinetype.Type][]cluster.NodeInfo
+	all    []cluster.NodeInfo
+}
+
+func (l *nodeList) Nodes() []cluster.NodeInfo                         { return l.all }
+func (l *nodeList) NodesByType(t machinetype.Type) []cluster.NodeInfo { return l.byType[t] }
+
+// lastCondition keeps the last state a check reported, for the error.
+type lastCondition struct{ last string }
+
+func (r *lastCondition) Update(condition conditions.Condition) { r.last = condition.String() }

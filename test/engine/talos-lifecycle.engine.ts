@@ -1,0 +1,413 @@
+// The whole lifecycle of a cluster against the real engine, the Talos provider plugin and the real
+// talosctl, on five emulated Talos nodes (engine/talos-emulator: 3 control planes, 2 workers on
+// 127.15.20.0/24), through the project's CLI as an operator runs it. Steps, in order (each builds
+// on the one before; the tier bails at the first failure):
+//   1. up: every config applied over the Talos API (maintenance mode insecure, then mTLS with the
+//      cluster's client certificate), etcd bootstrapped once, the kubeconfig fetched;
+//   2. kubeconfig and talosconfig exported, and both work against the nodes;
+//   3. a config change that needs a reboot: up stages it, rollout reboots the nodes in order;
+//   4. upgrade talos with a fault at the second control plane: the roll stops, nothing further is
+//      touched; --resume finishes it and bumps the stack file;
+//   5. etcd snapshot;
+//   6. drift: clean, then a node changed behind the program's back is reported;
+//   7. destroy: every node reset to maintenance mode (bare metal).
+// The emulator's delays are real but short; every CLI wait is bounded by its flags.
+import { strict as assert } from "node:assert";
+import * as fs from "node:fs";
+import * as https from "node:https";
+import * as path from "node:path";
+import { parse } from "yaml";
+import { spawnRunner } from "../../automation/dayTwo/talosctl";
+import { ExitCode } from "../../automation/errors";
+import {
+  buildEmulatorTools,
+  type EmulatorTools,
+  type RunningEmulator,
+  startTalosEmulator,
+  waitFor,
+} from "../emulator/talosEmulator";
+import { type CliRun, EngineSandbox, engineTools } from "./harness";
+
+const STACK = "lifecycle";
+const PROJECT = "talos-platform";
+const FROM = "v1.13.0";
+const TO = "v1.13.9";
+const SUBNET = "127.15.20";
+const NODES = [
+  { name: "cp-1", address: `${SUBNET}.11`, role: "controlplane" },
+  { name: "cp-2", address: `${SUBNET}.12`, role: "controlplane" },
+  { name: "cp-3", address: `${SUBNET}.13`, role: "controlplane" },
+  { name: "worker-1", address: `${SUBNET}.21`, role: "worker" },
+  { name: "worker-2", address: `${SUBNET}.22`, role: "worker" },
+] as const;
+/** The CLI's waits, short: the emulator reboots in seconds. */
+const WAITS = ["--upgrade-timeout", "2m", "--node-timeout", "2m", "--health-timeout", "1m"];
+/** A change Talos can only apply with a reboot (so `up` stages it). */
+const UDEV_RULE = 'SUBSYSTEM=="drm", GROUP="44"';
+
+function explain(run: CliRun): string {
+  return `exit ${run.code}\n--- stdout\n${run.stdout}\n--- stderr\n${run.stderr}`;
+}
+
+function created(run: CliRun, type: string): string[] {
+  return run.events.flatMap((e) =>
+    e.resOutputsEvent?.metadata.op === "create" && e.resOutputsEvent.metadata.type === type
+      ? [e.resOutputsEvent.metadata.urn.split("::").at(-1)!]
+      : [],
+  );
+}
+
+/** The parts of a kubeconfig the test reads. */
+interface Kubeconfig {
+  clusters: { cluster: { server: string; "certificate-authority-data": string } }[];
+  users: { user: { "client-certificate-data": string; "client-key-data": string } }[];
+}
+
+/** GET on the Kubernetes API with a kubeconfig's admin credentials (verified TLS both ways). */
+function kubeGet(kubeconfig: Kubeconfig, route: string): Promise<unknown> {
+  const { server, "certificate-authority-data": ca } = kubeconfig.clusters[0].cluster;
+  const user = kubeconfig.users[0].user;
+  const pem = (data: string) => Buffer.from(data, "base64");
+  return new Promise((resolve, reject) => {
+    const request = https.get(
+      new URL(route, server),
+      {
+        ca: pem(ca),
+        cert: pem(user["client-certificate-data"]),
+        key: pem(user["client-key-data"]),
+        timeout: 30_000,
+      },
+      (response) => {
+        let body = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => (body += chunk));
+        response.on("end", () =>
+          response.statusCode === 200
+            ? resolve(JSON.parse(body))
+            : reject(new Error(`GET ${route}: ${response.statusCode} ${body}`)),
+        );
+      },
+    );
+    request.on("timeout", () => request.destroy(new Error(`GET ${route}: timed out`)));
+    request.on("error", reject);
+  });
+}
+
+describe("the engine tier: the lifecycle on five emulated Talos nodes", function () {
+  this.timeout(10 * 60_000);
+  const tools = engineTools();
+  let emulatorTools: EmulatorTools;
+  let emulator: RunningEmulator;
+  let sandbox: EngineSandbox;
+  let stackFile: string;
+  let env: Record<string, string>;
+  const log: string[] = [];
+  /** When the tools were ready: the lifecycle's wall time is measured from there. */
+  let started = Date.now();
+
+  before(async function () {
+    // talosctl and the emulator are built from their Go modules on first use (cached).
+    this.timeout(50 * 60_000);
+    emulatorTools = buildEmulatorTools();
+    started = Date.now();
+    emulator = await startTalosEmulator({
+      binary: emulatorTools.emulator,
+      nodes: NODES.map((n) => ({ name: n.name, address: n.address })),
+      talosVersion: FROM,
+      timeoutMs: 40 * 60_000,
+      log: (line) => log.push(line),
+    });
+    sandbox = new EngineSandbox(tools);
+    stackFile = sandbox.writeStack(
+      ".",
+      STACK,
+      fs.readFileSync(path.join(__dirname, "stacks", `Pulumi.${STACK}.yaml`), "utf8"),
+    );
+    env = {
+      TALOSCTL: emulatorTools.talosctl,
+      // Nodes reboot into their config after the first apply: the provider retries meanwhile.
+      TALOS_STANDIN_RETRY_WINDOW: "60s",
+    };
+    for (const node of NODES) {
+      await waitFor(`${node.name} in maintenance mode`, async () => {
+        const status = await emulator.node(node.name);
+        if (status.phase !== "maintenance") throw new Error(status.phase);
+      });
+    }
+  });
+
+  after(async () => {
+    await emulator?.stop();
+    if (sandbox && process.env.ENGINE_KEEP_SANDBOX === undefined) sandbox.remove();
+    process.stdout.write(
+      `      (lifecycle wall time ${Math.round((Date.now() - started) / 1000)} s)\n`,
+    );
+  });
+
+  afterEach(function () {
+    if (this.currentTest?.state === "failed") console.log(log.slice(-60).join("\n"));
+  });
+
+  const cli = (argv: string[]) => sandbox.cli(argv, env);
+  const versions = async () =>
+    Object.fromEntries((await emulator.status()).map((n) => [n.name, n.version]));
+
+  describe("1. up", () => {
+    let up: CliRun;
+    before(async () => {
+      up = await cli(["up", STACK]);
+    });
+
+    it("succeeds", () => {
+      assert.equal(up.code, ExitCode.ok, explain(up));
+      assert.match(up.stdout, /up foundation\/lifecycle: done in \S+; \d+ created/);
+    });
+
+    it("applied every node's config over the Talos API: each node runs it, installed", async () => {
+      assert.equal(
+        created(up, "talos:machine/configurationApply:ConfigurationApply").length,
+        NODES.length,
+      );
+      for (const node of NODES) {
+        const status = await emulator.node(node.name);
+        assert.equal(status.phase, "running", node.name);
+        assert.ok(status.installed, `${node.name} installed`);
+        assert.equal(status.hostname, node.name);
+        assert.equal(status.type, node.role);
+        assert.equal(status.cluster, STACK);
+      }
+    });
+
+    it("bootstrapped etcd once, on the first control plane; every control plane is a member", async () => {
+      assert.deepEqual(created(up, "talos:machine/bootstrap:Bootstrap"), ["lifecycle-bootstrap"]);
+      const [cluster] = await emulator.clusters();
+      assert.ok(cluster.bootstrapped);
+      const members = await waitFor("three voting members", async () => {
+        const [c] = await emulator.clusters();
+        if (c.members.length !== 3 || c.members.some((m) => m.learner)) {
+          throw new Error(JSON.stringify(c.members));
+        }
+        return c.members;
+      });
+      assert.deepEqual(members.map((m) => m.hostname).sort(), ["cp-1", "cp-2", "cp-3"]);
+    });
+
+    it("fetched the kubeconfig of the cluster endpoint", () => {
+      assert.deepEqual(created(up, "talos:cluster/kubeconfig:Kubeconfig"), [
+        "lifecycle-kubeconfig",
+      ]);
+    });
+  });
+
+  describe("2. kubeconfig and talosconfig exported", () => {
+    it("writes a 0600 kubeconfig for the cluster endpoint, whose credentials the API accepts", async () => {
+      const file = path.join(sandbox.dir, "lifecycle.kubeconfig");
+      const run = await cli(["kubeconfig", STACK, "--out", file]);
+      assert.equal(run.code, ExitCode.ok, explain(run));
+      assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+      const kubeconfig = parse(fs.readFileSync(file, "utf8")) as Kubeconfig;
+      const server = kubeconfig.clusters[0].cluster.server;
+      assert.equal(server, `https://${SUBNET}.10:6443`);
+      assert.doesNotMatch(run.stdout, /BEGIN|client-key/);
+      // Its admin credentials work against the cluster's (emulated) Kubernetes API.
+      const nodes = (await kubeGet(kubeconfig, "/api/v1/nodes")) as {
+        items: { metadata: { name: string } }[];
+      };
+      assert.deepEqual(
+        nodes.items.map((n) => n.metadata.name).sort(),
+        NODES.map((n) => n.name),
+      );
+    });
+
+    it("writes a 0600 talosconfig that talosctl uses against every node (mTLS)", async () => {
+      const file = path.join(sandbox.dir, "lifecycle.talosconfig");
+      const run = await cli(["talosconfig", STACK, "--out", file]);
+      assert.equal(run.code, ExitCode.ok, explain(run));
+      assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+      const version = await spawnRunner(
+        emulatorTools.talosctl,
+        ["--talosconfig", file, "--nodes", NODES.map((n) => n.address).join(","), "version"],
+        { timeoutMs: 60_000 },
+      );
+      assert.equal(version.code, 0, version.stderr);
+      for (const node of NODES) {
+        assert.match(version.stdout, new RegExp(`NODE:\\s+${node.address.replace(/\./g, "\\.")}`));
+      }
+      assert.equal(version.stdout.match(/Tag:\s+v1\.13\.0/g)?.length, NODES.length + 1);
+    });
+  });
+
+  describe("2b. up's health gate: Talos' own checks", () => {
+    it("fails while a worker is unhealthy, naming the node and the check's error, rebooting nothing", async () => {
+      const text = fs.readFileSync(stackFile, "utf8");
+      const before = await emulator.status();
+      await emulator.setFaults("worker-2", { unhealthy: true });
+      fs.writeFileSync(stackFile, text.replace("      timeout: 60s\n", "      timeout: 15s\n"));
+      let run: CliRun;
+      try {
+        run = await cli(["up", STACK]);
+      } finally {
+        fs.writeFileSync(stackFile, text);
+        await emulator.setFaults("worker-2", {});
+      }
+      assert.equal(run.code, ExitCode.failed, explain(run));
+      assert.match(
+        run.stderr,
+        /getHealth returned an error: cluster health check failed: .*127\.15\.20\.22: emulated fault: node unhealthy/,
+      );
+      // The program's unhandled exception without Node's stack frames (an operator's message).
+      assert.doesNotMatch(run.stdout + run.stderr, /^\s+at |<ref \*|promise: Promise/m);
+      assert.deepEqual(
+        (await emulator.status()).map((n) => n.bootId),
+        before.map((n) => n.bootId),
+      );
+    });
+  });
+
+  describe("3. a config change rolled out in order", () => {
+    it("up stages a change that needs a reboot on every node, rebooting none", async () => {
+      const before = await emulator.status();
+      const text = fs.readFileSync(stackFile, "utf8");
+      fs.writeFileSync(
+        stackFile,
+        text.replace(
+          "    health:\n",
+          `    patches:\n      all:\n        - machine:\n            udev:\n              rules:\n                - '${UDEV_RULE}'\n    health:\n`,
+        ),
+      );
+      const run = await cli(["up", STACK]);
+      assert.equal(run.code, ExitCode.ok, explain(run));
+      assert.deepEqual(
+        created(run, "talos:machine/bootstrap:Bootstrap"),
+        [],
+        "no second bootstrap",
+      );
+      const after = await emulator.status();
+      assert.deepEqual(
+        after.map((n) => n.bootId),
+        before.map((n) => n.bootId),
+        "no node rebooted",
+      );
+      const outputs = await cli(["outputs", STACK, "--json"]);
+      assert.equal(outputs.code, ExitCode.ok, explain(outputs));
+      const applyModes = (JSON.parse(outputs.stdout) as { applyModes: Record<string, string> })
+        .applyModes;
+      assert.deepEqual(applyModes, Object.fromEntries(NODES.map((n) => [n.name, "staged"])));
+    });
+
+    it("rollout reboots control planes one at a time, then workers, into the staged config", async () => {
+      const before = await emulator.status();
+      const run = await cli(["rollout", STACK]);
+      assert.equal(run.code, ExitCode.ok, explain(run));
+      // Each node is rebooted, back on its staged config and the cluster healthy before the next.
+      const steps = [...run.stdout.matchAll(/^(\S+?)(?: \([\d.]+\))?: (rebooting|running)/gm)].map(
+        (m) => `${m[1]} ${m[2]}`,
+      );
+      assert.deepEqual(
+        steps,
+        NODES.flatMap((n) => [`${n.name} rebooting`, `${n.name} running`]),
+        run.stdout,
+      );
+      assert.match(run.stdout, /^cp-2: etcd keeps quorum without it/m);
+      const after = await emulator.status();
+      for (const node of NODES) {
+        const was = before.find((n) => n.name === node.name)!;
+        const now = after.find((n) => n.name === node.name)!;
+        assert.notEqual(now.bootId, was.bootId, `${node.name} rebooted`);
+      }
+      const dryRun = await cli(["rollout", STACK, "--dry-run"]);
+      assert.equal(dryRun.code, ExitCode.ok, explain(dryRun));
+      assert.match(dryRun.stdout, /nothing staged|no node has a staged/i);
+    });
+  });
+
+  describe("4. upgrade talos, stopped by a fault at the second control plane, then resumed", () => {
+    it("stops at cp-2; cp-3 and the workers are not touched; the stack file is unchanged", async () => {
+      await emulator.setFaults("cp-2", { upgradeFails: true });
+      const before = fs.readFileSync(stackFile);
+      const run = await cli(["upgrade", "talos", STACK, "--to", TO, ...WAITS]);
+      assert.equal(run.code, ExitCode.failed, explain(run));
+      assert.match(run.stdout + run.stderr, /stopped at cp-2/);
+      assert.match(run.stdout + run.stderr, /--resume/);
+      assert.deepEqual(await versions(), {
+        "cp-1": TO,
+        "cp-2": FROM,
+        "cp-3": FROM,
+        "worker-1": FROM,
+        "worker-2": FROM,
+      });
+      assert.ok(fs.readFileSync(stackFile).equals(before), "stack file unchanged");
+    });
+
+    it("--resume skips cp-1 and upgrades the rest; the stack file says the new version", async () => {
+      await emulator.setFaults("cp-2", {});
+      const run = await cli(["upgrade", "talos", STACK, "--to", TO, "--resume", ...WAITS]);
+      assert.equal(run.code, ExitCode.ok, explain(run));
+      assert.match(run.stdout, /already on v1\.13\.9: cp-1/);
+      assert.deepEqual(await versions(), Object.fromEntries(NODES.map((n) => [n.name, TO])));
+      const stack = parse(fs.readFileSync(stackFile, "utf8")) as {
+        config: Record<string, { talosVersion?: string }>;
+      };
+      assert.equal(stack.config[`${PROJECT}:cluster`].talosVersion, TO);
+    });
+  });
+
+  describe("5. etcd snapshot", () => {
+    it("streams a snapshot into a 0600 file", async () => {
+      const run = await cli(["etcd", "snapshot", STACK]);
+      assert.equal(run.code, ExitCode.ok, explain(run));
+      const file = run.stdout.split("\n")[0].trim();
+      assert.ok(file.endsWith(".snapshot"), run.stdout);
+      const stat = fs.statSync(file);
+      assert.equal(stat.mode & 0o777, 0o600);
+      assert.equal(stat.size % 512, 32, "a talosctl snapshot with its SHA-256 trailer");
+    });
+  });
+
+  describe("6. drift", () => {
+    it("finds none after the roll", async () => {
+      const run = await cli(["drift", STACK]);
+      assert.equal(run.code, ExitCode.ok, explain(run));
+      for (const node of NODES) assert.match(run.stdout, new RegExp(`^${node.name} .* ok$`, "m"));
+    });
+
+    it("reports a node changed behind the program's back, with the path", async () => {
+      await emulator.patchConfig(
+        "worker-1",
+        'machine:\n  sysctls:\n    net.core.somaxconn: "65535"\n',
+      );
+      const run = await cli(["drift", STACK]);
+      assert.equal(run.code, ExitCode.drift, explain(run));
+      assert.match(run.stdout, /^worker-1 .* drift$/m);
+      assert.match(run.stdout, /machine\.sysctls/);
+      assert.doesNotMatch(run.stdout, /65535/, "paths only, never values");
+      for (const node of NODES.filter((n) => n.name !== "worker-1")) {
+        assert.match(run.stdout, new RegExp(`^${node.name} .* ok$`, "m"));
+      }
+    });
+  });
+
+  describe("7. destroy", () => {
+    it("resets every node to maintenance mode", async () => {
+      const unprotect = sandbox.pulumi(["state", "unprotect", "--all", "--yes", "--stack", STACK]);
+      assert.equal(unprotect.code, 0, unprotect.stderr);
+      const run = await cli(["destroy", STACK]);
+      assert.equal(run.code, ExitCode.ok, explain(run));
+      for (const node of NODES) {
+        await waitFor(
+          `${node.name} back in maintenance mode`,
+          async () => {
+            const status = await emulator.node(node.name);
+            if (status.phase !== "maintenance") throw new Error(status.phase);
+            return status;
+          },
+          60_000,
+        );
+      }
+      const state = JSON.parse(fs.readFileSync(sandbox.stateFile(PROJECT, STACK), "utf8")) as {
+        checkpoint: { latest?: { resources?: unknown[] } };
+      };
+      assert.deepEqual(state.checkpoint.latest?.resources ?? [], []);
+    });
+  });
+});
