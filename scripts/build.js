@@ -358,6 +358,7 @@ module.exports = {
   BuildError,
   DIST,
   ROOT,
+  SOURCES,
   enableCompileCache,
   ensureBuilt,
   isFresh,

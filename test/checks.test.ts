@@ -30,6 +30,10 @@ function ociControlPlanes(): StackValues {
   return values;
 }
 
+/** What Nova's anti-affinity makes of a second control plane pinned to compute-1. */
+const ANTI_AFFINITY_COMPUTE_1 = (index: number) =>
+  `nodes[${index}].openstack.availabilityZone: pins a second control plane to OpenStack host compute-1 (nodes[0] is there), which the control planes' anti-affinity server group forbids; Nova would not schedule it; got "nova:compute-1". Pin it to another host, or set openstack.controlPlaneServerGroup to soft-anti-affinity`;
+
 /** Three OpenStack control planes pinned to compute hosts (`zone:host`). */
 function openstackControlPlanes(): StackValues {
   const values: any = cloudCluster();
@@ -117,8 +121,26 @@ const cases: Case[] = [
     broken: (v) => (v.nodes[2].openstack.availabilityZone = "nova:compute-1"),
     problems: [
       "nodes[2].openstack.availabilityZone: nodes[0].openstack.availabilityZone, nodes[2].openstack.availabilityZone put 2 of the 3 control planes on OpenStack host compute-1; losing it would lose etcd quorum. At most 1 of 3 control planes may share a failure domain: move one of them elsewhere",
+      ANTI_AFFINITY_COMPUTE_1(2),
     ],
     valid: (v) => (v.nodes[2].openstack.availabilityZone = "nova"),
+  },
+  {
+    rule: "two OpenStack control planes pinned to one host of their anti-affinity server group",
+    base: () => {
+      const values: any = openstackControlPlanes();
+      values.nodes.push(
+        ...[4, 5].map((i) => ({ ...values.nodes[0], name: `os-cp-${i}`, openstack: {} })),
+      );
+      return values;
+    },
+    // 2 of 5 on one host keeps quorum, but Nova's anti-affinity refuses to schedule the second.
+    broken: (v) => (v.nodes[1].openstack.availabilityZone = "nova:compute-1"),
+    problems: [ANTI_AFFINITY_COMPUTE_1(1)],
+    valid: (v) => {
+      v.nodes[1].openstack.availabilityZone = "nova:compute-1";
+      v.openstack.controlPlaneServerGroup = "soft-anti-affinity";
+    },
   },
   // 2. Talos patches against the release's schema
   {

@@ -16,6 +16,7 @@ const T = {
   osPort: "openstack:networking/port:Port",
   osImage: "openstack:images/image:Image",
   osRule: "openstack:networking/secGroupRule:SecGroupRule",
+  osServerGroup: "openstack:compute/serverGroup:ServerGroup",
   apply: "talos:machine/configurationApply:ConfigurationApply",
   bootstrap: "talos:machine/bootstrap:Bootstrap",
   urls: "talos:imageFactory/getUrls:getUrls",
@@ -346,6 +347,56 @@ describe("cloud node variations", () => {
         .options.dependencies.includes(recorder.named("demo-os-1-instance").urn),
     );
     assert.equal(recorder.named("demo-os-1-instance").options.protect, true);
+  });
+
+  /** Three OpenStack control planes and a worker, nothing else. */
+  const openstackControlPlanes = (v: any) => {
+    v.nodes = v.nodes.filter((n: any) => n.platform === "openstack");
+    v.nodes[0].role = "controlplane";
+    v.nodes.push(
+      { name: "os-3", role: "controlplane", platform: "openstack" },
+      { name: "os-4", role: "controlplane", platform: "openstack" },
+    );
+    delete v.proxmox;
+    delete v.oci;
+  };
+
+  it("puts OpenStack control planes in one anti-affinity server group, workers outside it", async () => {
+    const { recorder } = await run(openstackControlPlanes);
+    const groups = recorder.ofType(T.osServerGroup);
+    assert.deepEqual(
+      groups.map((g) => [g.name, g.inputs.name, g.inputs.policies]),
+      [["demo-controlplanes", "demo-controlplanes", ["anti-affinity"]]],
+    );
+    const hints = (node: string) => recorder.named(`demo-${node}-instance`).inputs.schedulerHints;
+    for (const node of ["os-1", "os-3", "os-4"]) {
+      assert.deepEqual(hints(node), [{ group: "demo-controlplanes-id" }], node);
+    }
+    assert.equal(hints("os-2"), undefined, "a worker is placed freely");
+  });
+
+  it("takes soft-anti-affinity, and no server group at all with none", async () => {
+    const soft = await run((v) => {
+      openstackControlPlanes(v);
+      v.openstack.controlPlaneServerGroup = "soft-anti-affinity";
+    });
+    assert.deepEqual(soft.recorder.ofType(T.osServerGroup)[0].inputs.policies, [
+      "soft-anti-affinity",
+    ]);
+    const none = await run((v) => {
+      openstackControlPlanes(v);
+      v.openstack.controlPlaneServerGroup = "none";
+    });
+    assert.deepEqual(none.recorder.ofType(T.osServerGroup), []);
+    assert.equal(none.recorder.named("demo-os-1-instance").inputs.schedulerHints, undefined);
+  });
+
+  it("makes no server group when no control plane runs on OpenStack", async () => {
+    const { recorder } = await run((v) => {
+      for (const n of v.nodes) if (n.platform === "openstack") n.role = "worker";
+    });
+    assert.ok(recorder.ofType(T.osInstance).length > 0);
+    assert.deepEqual(recorder.ofType(T.osServerGroup), []);
   });
 
   it("bootstraps an OCI first control plane that takes no pushes once its instance exists", async () => {

@@ -430,6 +430,8 @@ export const openstackSchema = z.strictObject({
   flavor: z.string().min(1),
   /** Availability zones to spread nodes over. */
   availabilityZones: z.array(z.string().min(1)).min(1).optional(),
+  /** The Nova server-group policy of the control planes' instances. @default "anti-affinity" */
+  controlPlaneServerGroup: z.enum(["anti-affinity", "soft-anti-affinity", "none"]).optional(),
   /** The Talos `openstack` image: an existing Glance image by name, or uploaded by the program. @default { upload: true } */
   image: z
     .union(

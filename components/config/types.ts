@@ -254,6 +254,11 @@ export interface OpenstackSpec {
   readonly subnet6Id?: string;
   readonly flavor: string;
   readonly availabilityZones?: readonly string[];
+  /**
+   * The Nova server group the control planes' instances are created in: `anti-affinity` puts each
+   * on its own compute host (Nova refuses to schedule one otherwise), `soft-anti-affinity` only tries.
+   */
+  readonly controlPlaneServerGroup: "anti-affinity" | "soft-anti-affinity" | "none";
   readonly image: { readonly name: string } | { readonly upload: true };
   readonly apiAllowedCidrs: readonly string[];
 }

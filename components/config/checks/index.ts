@@ -2,7 +2,7 @@
 // `Rule` over the parsed sections; see rules.ts for the older ones.
 import { clusterRanges, nodeAddresses, unicastMacs, vipAddress } from "./addresses";
 import { nodeLabels } from "./kubernetesSyntax";
-import { quorumPlacement } from "./quorum";
+import { openstackAntiAffinity, quorumPlacement } from "./quorum";
 import type { Rule } from "./rule";
 import {
   dnsRecords,
@@ -16,6 +16,7 @@ import { talosPatches } from "./talosPatches";
 /** Checks added for stack files that would break a real cluster or leak a credential. */
 export const CHECKS: readonly Rule[] = [
   quorumPlacement,
+  openstackAntiAffinity,
   workloadPlacement,
   nodeAddresses,
   vipAddress,

@@ -1,7 +1,9 @@
 // Quorum placement: etcd keeps quorum while a majority of the control planes is up, so no single
 // failure domain may hold more than n − (⌊n/2⌋ + 1) of the n control planes (1 of 3, 2 of 5). Failure
 // domains: a Proxmox host; an OCI fault domain within its availability domain; an OpenStack compute
-// host named in the availability zone (`zone:host`). Bare-metal machines are each their own.
+// host named in the availability zone (`zone:host`). Bare-metal machines are each their own. Unpinned
+// OpenStack control planes share a Nova anti-affinity server group (openstack.controlPlaneServerGroup),
+// which then refuses two control planes pinned to one host.
 import { spread } from "../../nodes/placement";
 import { KeyPath, keyOf } from "../problems";
 import type { IndexedNode } from "../rules";
@@ -106,6 +108,35 @@ export const quorumPlacement: Rule = ({ nodes, oci }, problems) => {
         "losing it would lose etcd quorum",
       {
         hint: `At most ${allowed} of ${count} control planes may share a failure domain: move ${placed.length - allowed === 1 ? "one" : placed.length - allowed} of them elsewhere`,
+      },
+    );
+  }
+};
+
+/**
+ * With the control planes in a hard anti-affinity server group, Nova refuses to schedule a second
+ * one on a compute host that already has one: two pinned to the same `zone:host` never come up.
+ */
+export const openstackAntiAffinity: Rule = ({ nodes, openstack }, problems) => {
+  if (!openstack || (openstack.controlPlaneServerGroup ?? "anti-affinity") !== "anti-affinity")
+    return;
+  const firstOnHost = new Map<string, number>();
+  for (const { index, node } of nodes) {
+    if (node.role !== "controlplane" || node.platform !== "openstack") continue;
+    const zone = node.openstack?.availabilityZone;
+    const host = zone?.split(":")[1];
+    if (!host) continue;
+    const first = firstOnHost.get(host);
+    if (first === undefined) {
+      firstOnHost.set(host, index);
+      continue;
+    }
+    problems.add(
+      ["nodes", index, "openstack", "availabilityZone"],
+      `pins a second control plane to OpenStack host ${host} (nodes[${first}] is there), which the control planes' anti-affinity server group forbids; Nova would not schedule it`,
+      {
+        got: zone,
+        hint: "Pin it to another host, or set openstack.controlPlaneServerGroup to soft-anti-affinity",
       },
     );
   }

@@ -120,6 +120,9 @@ export class OpenstackNode extends pulumi.ComponentResource implements TalosMach
             : []),
         ],
         networks: [{ port: this.port.id }],
+        ...(node.role === "controlplane" && platform.controlPlaneServerGroupId
+          ? { schedulerHints: [{ group: platform.controlPlaneServerGroupId }] }
+          : {}),
         userData: pulumi.secret(args.machineConfiguration),
         configDrive: true,
         stopBeforeDestroy: true,

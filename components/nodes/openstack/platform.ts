@@ -74,6 +74,11 @@ export class OpenstackPlatform extends pulumi.ComponentResource {
   public readonly securityGroupId: pulumi.Output<string>;
   /** The group control-plane ports are in as well (when a control plane runs here). */
   public readonly controlPlaneSecurityGroupId?: pulumi.Output<string>;
+  /**
+   * The Nova server group control-plane instances are created in (`openstack.controlPlaneServerGroup`),
+   * so no compute host carries two of them and a host's loss costs etcd one member at most.
+   */
+  public readonly controlPlaneServerGroupId?: pulumi.Output<string>;
   /** The port holding the VIP; control-plane ports allow it as an address pair. */
   public readonly vipPort?: openstack.networking.Port;
 
@@ -130,6 +135,16 @@ export class OpenstackPlatform extends pulumi.ComponentResource {
       : undefined;
     this.securityGroupId = group.id;
     this.controlPlaneSecurityGroupId = controlPlaneGroup?.id;
+    const policy = args.settings.controlPlaneServerGroup;
+    if (args.controlPlanesHere && policy !== "none") {
+      // Its policy cannot change in place: a new group means new control-plane instances (the
+      // scheduler hint forces a replacement), so a policy change is a one-node-at-a-time job.
+      this.controlPlaneServerGroupId = new openstack.compute.ServerGroup(
+        `${clusterName}-controlplanes`,
+        { name: `${clusterName}-controlplanes`, policies: [policy] },
+        resourceOpts,
+      ).id;
+    }
     const groups: Record<NodeSet, openstack.networking.SecGroup | undefined> = {
       all: group,
       controlplane: controlPlaneGroup,
