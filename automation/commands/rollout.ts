@@ -3,7 +3,8 @@
 import { type Command, Option } from "commander";
 import type { CliContext } from "../context";
 import type { ExitCodeValue } from "../errors";
-import { parseMaxUnavailable } from "../dayTwo/options";
+import { DEFAULT_DRAIN_TIMEOUT_MS, parseMaxUnavailable } from "../dayTwo/options";
+import { waitOption } from "./dayTwo";
 
 /** Examples for the CLI's help. */
 export const ROLLOUT_EXAMPLES = ["rollout staging --dry-run", "rollout prod"];
@@ -27,6 +28,17 @@ export function registerRolloutCommand(
       ).argParser(parseMaxUnavailable),
     )
     .option("--dry-run", "list the nodes with a staged change, and where, without rebooting any")
+    .option(
+      "--no-drain",
+      "reboot without `kubectl drain` first (pods are stopped, not evicted; disruption budgets are not consulted)",
+    )
+    .addOption(
+      waitOption(
+        "--drain-timeout",
+        "how long `kubectl drain` may take to evict a node's pods before the roll stops",
+        DEFAULT_DRAIN_TIMEOUT_MS,
+      ),
+    )
     .addOption(
       new Option(
         "--install-cli",
@@ -36,7 +48,13 @@ export function registerRolloutCommand(
     .action(
       async (
         env: string,
-        options: { maxUnavailable?: number; dryRun?: boolean; installCli?: boolean },
+        options: {
+          maxUnavailable?: number;
+          dryRun?: boolean;
+          installCli?: boolean;
+          drain: boolean;
+          drainTimeout: number;
+        },
       ) => {
         const { rollout } = await import("../dayTwo/rollout");
         done(
@@ -44,6 +62,8 @@ export function registerRolloutCommand(
             env,
             dryRun: options.dryRun === true,
             installCli: options.installCli === true,
+            drain: options.drain,
+            drainTimeoutMs: options.drainTimeout,
             ...(options.maxUnavailable !== undefined
               ? { maxUnavailable: options.maxUnavailable }
               : {}),

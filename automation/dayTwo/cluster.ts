@@ -64,6 +64,8 @@ export interface DeployedCluster {
   readonly machineConfigurations: Readonly<Record<string, string>>;
   /** Secret. */
   readonly talosconfig: string;
+  /** Secret: the admin kubeconfig, when the cluster was bootstrapped (rollout drains through it). */
+  readonly kubeconfig?: string;
   /** Declared nodes the outputs do not know yet (never deployed). */
   readonly undeployed: readonly DeclaredNode[];
   /** Things worth telling the operator (deployed nodes no longer in the stack file). */
@@ -132,6 +134,7 @@ const outputsSchema = z.object({
   talosVersion: z.string().min(1),
   kubernetesVersion: z.string().min(1),
   talosconfig: z.string().min(1),
+  kubeconfig: z.string().optional(),
   machineConfigurations: z.record(z.string(), z.string()).default({}),
   installerImages: z.record(z.string(), z.string()).default({}),
   kubeletAddresses: z.record(z.string(), z.string()).default({}),
@@ -196,6 +199,7 @@ export function deployedCluster(stack: StackCluster, outputs: OutputMap): Deploy
     deployed: { talosVersion: out.talosVersion, kubernetesVersion: out.kubernetesVersion },
     machineConfigurations: out.machineConfigurations,
     talosconfig: out.talosconfig,
+    ...(out.kubeconfig ? { kubeconfig: out.kubeconfig } : {}),
     undeployed,
     notes,
   };

@@ -7,6 +7,7 @@ export * from "./deps";
 export * from "./drift";
 export * from "./etcd";
 export * from "./gates";
+export * from "./kubectl";
 export * from "./kubernetesUpgrade";
 export * from "./preflight";
 export * from "./preflightCommand";

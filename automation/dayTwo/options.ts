@@ -23,6 +23,12 @@ export const DEFAULT_ROLLOUT_TIMEOUTS: RolloutTimeouts = {
   healthMs: 10 * 60_000,
 };
 
+/**
+ * How long `rollout` lets `kubectl drain` evict a node's pods: talosctl's own drain default
+ * (nodedrain.DefaultDrainTimeout in Talos v1.13, used by `talosctl upgrade`).
+ */
+export const DEFAULT_DRAIN_TIMEOUT_MS = 5 * 60_000;
+
 /** Default waits of `upgrade kubernetes`. */
 export const DEFAULT_KUBERNETES_TIMEOUTS = {
   /** upgrade-k8s rolls every control-plane component and every kubelet, one node at a time. */

@@ -4,6 +4,9 @@
 // one at a time, each only while etcd keeps quorum without it; then workers, at most
 // cluster.rollout.maxUnavailableWorkers at once; after each node (or batch) the node must answer
 // again, run the staged config, and the cluster must be healthy before anything else is touched.
+// Unless --no-drain, each node (every node of a batch) is cordoned and drained with kubectl before
+// its reboot, and uncordoned only once it is back and the cluster is healthy: Talos' reboot sequence
+// stops pods without evicting them.
 import { readStackFile, resolveLayer } from "../layers";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError } from "../errors";
@@ -11,21 +14,26 @@ import { checkDayTwoGuard } from "../guards";
 import { type ClusterNode, type DeployedCluster, loadCluster } from "./cluster";
 import { formatDuration } from "./clock";
 import { configDifferences } from "./configCompare";
-import { type DayTwoContext, dayTwoDeps } from "./deps";
+import { type DayTwoContext, dayTwoDeps, progressSink } from "./deps";
 import { healthGate, quorumGate, waitForNode } from "./gates";
+import { KubectlDrainer, type NodeDrainer, withKubeconfig } from "./kubectl";
 import { withFoundationLock } from "./lock";
 import {
   type RolloutClient,
   type RolloutClientFactory,
   TalosctlRolloutClient,
 } from "./rolloutClient";
+import { DEFAULT_DRAIN_TIMEOUT_MS } from "./options";
 import { withTalos } from "./session";
+import type { CommandRunner } from "./talosctl";
 import type { TalosClient } from "./talosClient";
 import { DEFAULT_ROLLOUT_TIMEOUTS, type RolloutTimeouts, upgradeBatches } from "./talosUpgrade";
 
-/** A CliContext that may carry a fake rollout client (tests). */
+/** A CliContext that may carry a fake rollout client and a fake kubectl (tests). */
 export interface RolloutContext extends DayTwoContext {
   readonly rolloutTalos?: RolloutClientFactory;
+  /** Runs kubectl instead of spawning it. */
+  readonly rolloutKubectl?: CommandRunner;
 }
 
 /** `rollout` as asked. */
@@ -36,6 +44,10 @@ export interface RolloutRequest {
   /** List the nodes with a staged change (and where they differ) without rebooting any. */
   readonly dryRun: boolean;
   readonly installCli: boolean;
+  /** Cordon and drain each node before its reboot, uncordon it after (default true). */
+  readonly drain?: boolean;
+  /** How long `kubectl drain` may take per node (default DEFAULT_DRAIN_TIMEOUT_MS). */
+  readonly drainTimeoutMs?: number;
   readonly timeouts?: Partial<RolloutTimeouts>;
 }
 
@@ -88,6 +100,26 @@ function rolloutFactory(ctx: CliContext): RolloutClientFactory {
     });
 }
 
+/**
+ * The Kubernetes name of a node: Talos registers the kubelet under its hostname (lowercased, `_`
+ * as `-`: nodename.FromHostname), and the program sets each node's hostname to its stack name, a
+ * lowercase DNS label, so the two are the same.
+ */
+export function kubernetesNodeName(node: ClusterNode): string {
+  return node.name;
+}
+
+function drainerOn(ctx: CliContext, kubeconfig: string): NodeDrainer {
+  const run = (ctx as RolloutContext).rolloutKubectl;
+  const binary = ctx.env.KUBECTL;
+  return new KubectlDrainer({
+    kubeconfig,
+    ...(binary ? { binary } : {}),
+    ...(run ? { run } : {}),
+    progress: progressSink(ctx),
+  });
+}
+
 /** Runs `rollout`. */
 export async function rollout(ctx: CliContext, request: RolloutRequest): Promise<ExitCodeValue> {
   // A dry run reboots nothing, so CI may run it; the roll itself is an operator's.
@@ -103,7 +135,7 @@ export async function rollout(ctx: CliContext, request: RolloutRequest): Promise
     });
   }
   const deps = dayTwoDeps(ctx);
-  const commandLine = `rollout ${request.env}${request.dryRun ? " --dry-run" : ""}`;
+  const commandLine = `rollout ${request.env}${request.dryRun ? " --dry-run" : ""}${request.drain === false ? " --no-drain" : ""}`;
   return withFoundationLock(ctx, request.env, commandLine, async () => {
     const cluster = await loadCluster(ctx, request.env, request.installCli);
     return withTalos(deps, cluster, (client, connection) =>
@@ -121,7 +153,6 @@ async function roll(
   maxUnavailable: number,
 ): Promise<ExitCodeValue> {
   const deps = dayTwoDeps(ctx);
-  const timeouts = { ...DEFAULT_ROLLOUT_TIMEOUTS, ...request.timeouts };
   const out = (line: string) => ctx.stdout.write(`${line}\n`);
   const pending = await pendingNodes(client, rolloutClient, cluster.nodes);
   if (pending.length === 0) {
@@ -138,7 +169,46 @@ async function roll(
     out("--dry-run: no node was rebooted");
     return ExitCode.ok;
   }
+  const rollWith = (drainer: NodeDrainer | undefined) =>
+    rollNodes(ctx, client, rolloutClient, cluster, request, maxUnavailable, pending, drainer);
+  if (request.drain === false) {
+    out("--no-drain: nodes are rebooted without a drain (pods are stopped, not evicted)");
+    return rollWith(undefined);
+  }
+  if (!cluster.kubeconfig) {
+    throw new UserError(
+      {
+        what: `foundation/${request.env}`,
+        problem:
+          "the outputs hold no kubeconfig to drain the nodes with (the cluster was never bootstrapped?), so no node was rebooted",
+        got: JSON.stringify("kubeconfig"),
+        fix: `Run npm run platform -- up ${request.env} first, or pass --no-drain to reboot without draining`,
+      },
+      ExitCode.refused,
+    );
+  }
+  return withKubeconfig(deps, cluster.kubeconfig, async (file) => {
+    const drainer = drainerOn(ctx, file);
+    // Refused before anything is touched when kubectl is missing.
+    await drainer.check();
+    return rollWith(drainer);
+  });
+}
 
+async function rollNodes(
+  ctx: CliContext,
+  client: TalosClient,
+  rolloutClient: RolloutClient,
+  cluster: DeployedCluster,
+  request: RolloutRequest,
+  maxUnavailable: number,
+  pending: readonly PendingNode[],
+  drainer: NodeDrainer | undefined,
+): Promise<ExitCodeValue> {
+  const deps = dayTwoDeps(ctx);
+  const timeouts = { ...DEFAULT_ROLLOUT_TIMEOUTS, ...request.timeouts };
+  const drainTimeoutMs = request.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
+  const out = (line: string) => ctx.stdout.write(`${line}\n`);
   const before = await healthGate(client, cluster, timeouts.healthMs);
   if (!before.ok) {
     throw new UserError(
@@ -156,23 +226,37 @@ async function roll(
   const nodes = pending.map((p) => p.node);
   const done: ClusterNode[] = [];
   for (const batch of upgradeBatches(nodes, maxUnavailable)) {
-    const stop = await rebootBatch(ctx, client, rolloutClient, cluster, batch, timeouts);
+    const stop = await rebootBatch(
+      ctx,
+      client,
+      rolloutClient,
+      cluster,
+      batch,
+      timeouts,
+      drainer ? { drainer, timeoutMs: drainTimeoutMs } : undefined,
+    );
     if (stop) {
       const untouched = nodes.filter((n) => !done.includes(n) && !batch.includes(n));
+      const cordoned = stop.cordoned.map(kubernetesNodeName);
       out(
         [
           `rollout ${request.env}: stopped at ${stop.node.name} (${stop.step}); no further node was touched`,
-          `  rebooted:    ${done.map((n) => n.name).join(", ") || "(none)"}`,
+          `  rebooted:    ${(stop.step === "uncordon" ? [...done, ...batch] : done).map((n) => n.name).join(", ") || "(none)"}`,
           `  stopped at:  ${stop.node.name}: ${stop.reason}`,
           `  not touched: ${untouched.map((n) => n.name).join(", ") || "(none)"}`,
+          ...(cordoned.length > 0
+            ? [
+                `  cordoned:    ${cordoned.join(", ")} (left unschedulable; ${uncordonCommands(cordoned, request.env)})`,
+              ]
+            : []),
         ].join("\n"),
       );
       throw new UserError(
         {
           what: `rollout ${request.env}`,
-          problem: `stopped at ${stop.node.name} (${stop.step})`,
+          problem: `stopped at ${stop.node.name} (${stop.step})${cordoned.length > 0 ? `; ${cordoned.join(", ")} stay${cordoned.length === 1 ? "s" : ""} cordoned` : ""}`,
           got: JSON.stringify(stop.reason),
-          fix: `Fix the cause (talosctl -n ${stop.node.address} dmesg), then run rollout again: nodes already rebooted have nothing staged and are skipped`,
+          fix: `${stopFix(stop)}, then run rollout again: nodes already rebooted have nothing staged and are skipped${cordoned.length > 0 ? `, and a node it drains again is uncordoned once back and healthy. To put a node back into service without its reboot: ${uncordonCommands(cordoned, request.env)}` : ""}`,
         },
         ExitCode.failed,
       );
@@ -185,10 +269,70 @@ async function roll(
   return ExitCode.ok;
 }
 
+/** The commands that make cordoned nodes schedulable again, with where the kubeconfig comes from. */
+function uncordonCommands(names: readonly string[], env: string): string {
+  return `${names.map((name) => `kubectl uncordon ${name}`).join("; ")} (kubeconfig: npm run platform -- kubeconfig ${env})`;
+}
+
+function stopFix(stop: Stop): string {
+  return stop.step === "drain"
+    ? "Fix what blocks the eviction (kubectl get pdb -A; a pod without a controller, which kubectl drain never deletes without --force), or give it a larger --drain-timeout"
+    : stop.step === "uncordon"
+      ? "Fix the cause (kubectl get node)"
+      : `Fix the cause (talosctl -n ${stop.node.address} dmesg)`;
+}
+
 interface Stop {
   readonly node: ClusterNode;
-  readonly step: "interrupted" | "quorum" | "reboot" | "come back" | "config" | "health";
+  readonly step:
+    "interrupted" | "quorum" | "drain" | "reboot" | "come back" | "config" | "health" | "uncordon";
   readonly reason: string;
+  /** Nodes this batch cordoned that are still cordoned. */
+  readonly cordoned: readonly ClusterNode[];
+}
+
+/** The drain of a roll: who drains, and how long one drain may take. */
+interface Drain {
+  readonly drainer: NodeDrainer;
+  readonly timeoutMs: number;
+}
+
+function reasonOf(error: unknown): string {
+  return error instanceof UserError
+    ? `${error.problem.what} ${error.problem.problem}`
+    : String((error as Error)?.message ?? error);
+}
+
+/**
+ * Cordons every node of the batch first (so pods evicted from one do not land on a batch mate),
+ * then drains them all at once; resolves to the first failure.
+ */
+async function drainBatch(
+  ctx: CliContext,
+  batch: readonly ClusterNode[],
+  drain: Drain,
+): Promise<{ node: ClusterNode; reason: string } | undefined> {
+  const out = (line: string) => ctx.stdout.write(`${line}\n`);
+  for (const node of batch) {
+    try {
+      await drain.drainer.cordon(kubernetesNodeName(node));
+    } catch (error) {
+      return { node, reason: reasonOf(error) };
+    }
+  }
+  const results = await Promise.allSettled(
+    batch.map((node) => {
+      out(
+        `${node.name}: draining (kubectl drain --ignore-daemonsets --delete-emptydir-data, up to ${formatDuration(drain.timeoutMs)})`,
+      );
+      return drain.drainer.drain(kubernetesNodeName(node), drain.timeoutMs);
+    }),
+  );
+  for (const [i, node] of batch.entries()) {
+    const result = results[i];
+    if (result.status === "rejected") return { node, reason: reasonOf(result.reason) };
+  }
+  return undefined;
 }
 
 /** Reboots one batch (a control plane, or up to maxUnavailable workers) through every gate. */
@@ -199,16 +343,33 @@ async function rebootBatch(
   cluster: DeployedCluster,
   batch: readonly ClusterNode[],
   timeouts: RolloutTimeouts,
+  drain: Drain | undefined,
 ): Promise<Stop | undefined> {
   const deps = dayTwoDeps(ctx);
   const out = (line: string) => ctx.stdout.write(`${line}\n`);
   if (ctx.signal?.aborted) {
-    return { node: batch[0], step: "interrupted", reason: "the run was asked to stop" };
+    return {
+      node: batch[0],
+      step: "interrupted",
+      reason: "the run was asked to stop",
+      cordoned: [],
+    };
   }
   if (batch[0].role === "controlplane") {
     const gate = await quorumGate(client, cluster, batch[0]);
-    if (!gate.ok) return { node: batch[0], step: "quorum", reason: gate.reason };
+    if (!gate.ok) return { node: batch[0], step: "quorum", reason: gate.reason, cordoned: [] };
     out(`${batch[0].name}: ${gate.detail}`);
+  }
+  // From here on, a stop leaves the batch cordoned (a half-drained node must not take pods back
+  // before someone looked at it).
+  const cordoned = drain ? batch : [];
+  if (drain) {
+    const failed = await drainBatch(ctx, batch, drain);
+    if (failed) return { node: failed.node, step: "drain", reason: failed.reason, cordoned };
+    out(`${batch.map((n) => n.name).join(", ")}: drained`);
+    if (ctx.signal?.aborted) {
+      return { node: batch[0], step: "interrupted", reason: "the run was asked to stop", cordoned };
+    }
   }
   const results = await Promise.allSettled(
     batch.map((node) => {
@@ -223,13 +384,14 @@ async function rebootBatch(
         node,
         step: "reboot",
         reason: String((result.reason as Error)?.message ?? result.reason),
+        cordoned,
       };
     }
     const back = await waitForNode(client, deps.clock, node, {
       timeoutMs: timeouts.nodeMs,
       pollMs: timeouts.pollMs,
     });
-    if (!back.ok) return { node, step: "come back", reason: back.reason };
+    if (!back.ok) return { node, step: "come back", reason: back.reason, cordoned };
     const left = configDifferences(
       await rolloutClient.stagedConfig(node.address),
       await client.machineConfig(node.address),
@@ -239,11 +401,24 @@ async function rebootBatch(
         node,
         step: "config",
         reason: `it came back without its staged config (${left.slice(0, 3).join("; ")})`,
+        cordoned,
       };
     }
   }
   const health = await healthGate(client, cluster, timeouts.healthMs, batch[0]);
-  if (!health.ok) return { node: batch[batch.length - 1], step: "health", reason: health.reason };
+  if (!health.ok) {
+    return { node: batch[batch.length - 1], step: "health", reason: health.reason, cordoned };
+  }
   out(`${batch.map((n) => n.name).join(", ")}: running the staged config; ${health.detail}`);
+  if (drain) {
+    for (const [i, node] of batch.entries()) {
+      try {
+        await drain.drainer.uncordon(kubernetesNodeName(node));
+      } catch (error) {
+        return { node, step: "uncordon", reason: reasonOf(error), cordoned: batch.slice(i) };
+      }
+    }
+    out(`${batch.map((n) => n.name).join(", ")}: uncordoned`);
+  }
   return undefined;
 }

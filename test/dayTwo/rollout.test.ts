@@ -1,4 +1,6 @@
 import { strict as assert } from "node:assert";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { runCli } from "../../automation/cli";
 import type { RolloutClient } from "../../automation/dayTwo/rolloutClient";
 import type { RolloutContext } from "../../automation/dayTwo/rollout";
@@ -7,6 +9,7 @@ import { cleanupRepos } from "../automation/helpers";
 import { FakeTalos } from "./fakeTalos";
 import type { HealthCheck } from "../../automation/dayTwo/talosClient";
 import { TalosctlRolloutClient } from "../../automation/dayTwo/rolloutClient";
+import { fakeKubectl } from "./fakeKubectl";
 import { dayTwoFixture, foundationOutputs, generatedConfig, NODES, stackYaml } from "./helpers";
 
 /** A fake cluster whose nodes may hold a staged config, taken up on reboot. */
@@ -57,8 +60,12 @@ function fixture(stack?: string, outputs?: ReturnType<typeof foundationOutputs>)
       return fake;
     },
   });
-  const ctx: RolloutContext = Object.assign(f.ctx, { rolloutTalos: () => fake });
-  return { f, fake, ctx };
+  const kubectl = fakeKubectl(fake.log);
+  const ctx: RolloutContext = Object.assign(f.ctx, {
+    rolloutTalos: () => fake,
+    rolloutKubectl: kubectl.run,
+  });
+  return { f, fake, ctx, kubectl };
 }
 
 const rebooted = (talos: FakeTalos) => talos.callsOf("reboot").map((l) => l.split(" ")[1]);
@@ -191,6 +198,215 @@ describe("rollout: rebooting staged changes without quorum loss", () => {
       assert.deepEqual(check.controlPlanes, ["192.0.2.11", "192.0.2.12", "192.0.2.13"]);
     }
     assert.ok(fake.healthChecks.length >= 2);
+  });
+});
+
+describe("rollout: draining each node before its reboot", () => {
+  afterEach(cleanupRepos);
+
+  /** Where `entry` is in the log; fails when it is not there. */
+  const at = (log: readonly string[], entry: string): number => {
+    const index = log.indexOf(entry);
+    assert.ok(index >= 0, `${entry} in ${JSON.stringify(log)}`);
+    return index;
+  };
+
+  it("cordons and drains each node before its reboot, and uncordons it only after the cluster is healthy again, before the next node", async () => {
+    const { f, fake, ctx, kubectl } = fixture();
+    for (const node of ["cp-1", "cp-2", "w-2"]) fake.stage(node, "vm.swappiness: 1");
+    assert.equal(await runCli(["rollout", "staging"], ctx), ExitCode.ok, f.ctx.stdout.text);
+    assert.deepEqual(rebooted(fake), ["cp-1", "cp-2", "w-2"]);
+    const log = fake.log;
+    const order = ["cp-1", "cp-2", "w-2"];
+    for (const [i, node] of order.entries()) {
+      const reboot = at(log, `reboot ${node}`);
+      assert.ok(at(log, `cordon ${node}`) < at(log, `drain ${node}`));
+      assert.ok(at(log, `drain ${node}`) < reboot, `${node} drained before its reboot`);
+      const uncordon = at(log, `uncordon ${node}`);
+      const healthAfter = log.findIndex((l, index) => index > reboot && l.startsWith("health"));
+      assert.ok(healthAfter > reboot && healthAfter < uncordon, `${node} uncordoned after health`);
+      const next = order[i + 1];
+      if (next) assert.ok(uncordon < at(log, `cordon ${next}`), `${node} back before ${next}`);
+    }
+    // Nodes with nothing staged are never touched; every drained node is schedulable again.
+    assert.ok(!log.some((l) => /^(cordon|drain|uncordon) (cp-3|w-1|w-3)$/.test(l)));
+    assert.deepEqual([...kubectl.cordoned], []);
+    const drain = kubectl.calls.find((c) => c.args[0] === "drain")!;
+    assert.deepEqual(drain.args.slice(0, 5), [
+      "drain",
+      "cp-1",
+      "--ignore-daemonsets",
+      "--delete-emptydir-data",
+      "--timeout=300s",
+    ]);
+    assert.equal(kubectl.calls[0].args[0], "version", "kubectl is checked before anything");
+  });
+
+  it("drains every worker of a batch before the batch reboots, cordoning them all first", async () => {
+    const { f, fake, ctx } = fixture(stackWithRollout(2));
+    for (const node of ["w-1", "w-2", "w-3"]) fake.stage(node, "vm.swappiness: 1");
+    assert.equal(
+      await runCli(["rollout", "staging", "--drain-timeout", "90s"], ctx),
+      ExitCode.ok,
+      f.ctx.stdout.text,
+    );
+    const log = fake.log;
+    const firstReboot = Math.min(at(log, "reboot w-1"), at(log, "reboot w-2"));
+    assert.ok(at(log, "drain w-1") < firstReboot && at(log, "drain w-2") < firstReboot);
+    assert.ok(at(log, "cordon w-2") < at(log, "drain w-1"), "both cordoned before either drains");
+    const batchHealth = log.findIndex(
+      (l, i) => i > at(log, "reboot w-2") && l.startsWith("health"),
+    );
+    for (const node of ["w-1", "w-2"]) {
+      assert.ok(at(log, `uncordon ${node}`) > batchHealth);
+      assert.ok(at(log, `uncordon ${node}`) < at(log, "cordon w-3"));
+    }
+    assert.ok(at(log, "drain w-3") < at(log, "reboot w-3"));
+    assert.match(f.ctx.stdout.text, /w-1: draining \(kubectl drain .*up to 1m30s\)/);
+  });
+
+  it("passes --drain-timeout to kubectl drain, and refuses a malformed one before anything runs", async () => {
+    const { fake, ctx, kubectl } = fixture();
+    fake.stage("w-1", "vm.swappiness: 1");
+    assert.equal(await runCli(["rollout", "staging", "--drain-timeout", "20m"], ctx), ExitCode.ok);
+    assert.ok(kubectl.calls.find((c) => c.args[0] === "drain")!.args.includes("--timeout=1200s"));
+    const bad = fixture();
+    bad.fake.stage("w-1", "vm.swappiness: 1");
+    assert.equal(
+      await runCli(["rollout", "staging", "--drain-timeout", "soon"], bad.ctx),
+      ExitCode.usage,
+    );
+    assert.match(bad.f.ctx.stderr.text, /--drain-timeout/);
+    assert.deepEqual(bad.kubectl.calls, []);
+    assert.deepEqual(rebooted(bad.fake), []);
+  });
+
+  it("stops before the reboot when a drain fails: no node of the batch is rebooted, they stay cordoned, and the message says how to uncordon", async () => {
+    const { f, fake, ctx, kubectl } = fixture(stackWithRollout(2));
+    for (const node of ["cp-1", "w-1", "w-2", "w-3"]) fake.stage(node, "vm.swappiness: 1");
+    kubectl.drainFails.add("w-2");
+    assert.equal(await runCli(["rollout", "staging"], ctx), ExitCode.failed);
+    assert.deepEqual(rebooted(fake), ["cp-1"], "the failed batch is not rebooted");
+    assert.deepEqual([...kubectl.cordoned].sort(), ["w-1", "w-2"]);
+    assert.ok(!fake.log.includes("uncordon w-1") && !fake.log.includes("uncordon w-2"));
+    assert.ok(
+      !fake.log.some((l) => /^(cordon|drain|reboot) w-3$/.test(l)),
+      "the next batch is not touched",
+    );
+    const stdout = f.ctx.stdout.text;
+    assert.match(stdout, /stopped at w-2 \(drain\)/);
+    assert.match(stdout, /stopped at:  w-2: kubectl drain w-2 .*global timeout reached/);
+    assert.match(
+      stdout,
+      /cordoned: {4}w-1, w-2 \(left unschedulable; kubectl uncordon w-1; kubectl uncordon w-2/,
+    );
+    assert.match(stdout, /not touched: w-3/);
+    assert.match(f.ctx.stderr.text, /w-1, w-2 stay cordoned/);
+    assert.match(
+      f.ctx.stderr.text,
+      /kubectl uncordon w-2 \(kubeconfig: npm run platform -- kubeconfig staging\)/,
+    );
+  });
+
+  it("leaves a node cordoned and says so when it fails after its drain (it did not come back healthy)", async () => {
+    const { f, fake, ctx, kubectl } = fixture();
+    for (const node of ["cp-1", "cp-2"]) fake.stage(node, "vm.swappiness: 1");
+    fake.keepsOld.add("cp-1");
+    assert.equal(await runCli(["rollout", "staging"], ctx), ExitCode.failed);
+    assert.deepEqual([...kubectl.cordoned], ["cp-1"]);
+    assert.match(f.ctx.stdout.text, /stopped at cp-1 \(config\)/);
+    assert.match(f.ctx.stdout.text, /cordoned: {4}cp-1/);
+    assert.ok(!fake.log.includes("cordon cp-2"));
+  });
+
+  it("stops when a healthy node cannot be uncordoned, naming it as rebooted but still cordoned", async () => {
+    const { f, fake, ctx, kubectl } = fixture();
+    for (const node of ["w-1", "w-2"]) fake.stage(node, "vm.swappiness: 1");
+    kubectl.uncordonFails.add("w-1");
+    assert.equal(await runCli(["rollout", "staging"], ctx), ExitCode.failed);
+    assert.deepEqual(rebooted(fake), ["w-1"]);
+    assert.match(f.ctx.stdout.text, /stopped at w-1 \(uncordon\)/);
+    assert.match(f.ctx.stdout.text, /rebooted: {4}w-1\n/);
+    assert.match(f.ctx.stdout.text, /cordoned: {4}w-1 /);
+  });
+
+  it("refuses before rebooting anything when kubectl is missing, naming what to install or --no-drain; KUBECTL names the program", async () => {
+    const { f, fake, ctx, kubectl } = fixture();
+    fake.stage("cp-1", "vm.swappiness: 1");
+    kubectl.missing = true;
+    Object.assign(ctx.env, { KUBECTL: "/opt/k8s/kubectl" });
+    assert.equal(await runCli(["rollout", "staging"], ctx), ExitCode.missingCli);
+    assert.deepEqual(rebooted(fake), []);
+    assert.ok(!fake.log.some((l) => l.startsWith("health")), "refused before the health gate");
+    assert.match(f.ctx.stderr.text, /kubectl/);
+    assert.match(f.ctx.stderr.text, /"\/opt\/k8s\/kubectl"/);
+    assert.match(f.ctx.stderr.text, /Install kubectl .*KUBECTL.*--no-drain/);
+    const found = fixture();
+    found.fake.stage("cp-1", "vm.swappiness: 1");
+    Object.assign(found.ctx.env, { KUBECTL: "/opt/k8s/kubectl" });
+    assert.equal(await runCli(["rollout", "staging"], found.ctx), ExitCode.ok);
+    assert.ok(found.kubectl.calls.every((c) => c.command === "/opt/k8s/kubectl"));
+  });
+
+  it("reboots without kubectl on --no-drain, draining nothing", async () => {
+    const { f, fake, ctx, kubectl } = fixture();
+    for (const node of ["cp-1", "w-1"]) fake.stage(node, "vm.swappiness: 1");
+    kubectl.missing = true;
+    assert.equal(
+      await runCli(["rollout", "staging", "--no-drain"], ctx),
+      ExitCode.ok,
+      f.ctx.stderr.text,
+    );
+    assert.deepEqual(rebooted(fake), ["cp-1", "w-1"]);
+    assert.deepEqual(kubectl.calls, []);
+    assert.match(f.ctx.stdout.text, /--no-drain: nodes are rebooted without a drain/);
+  });
+
+  it("lists staged changes on --dry-run without kubectl, writing no kubeconfig", async () => {
+    const { f, fake, ctx, kubectl } = fixture();
+    fake.stage("w-1", "vm.swappiness: 1");
+    kubectl.missing = true;
+    assert.equal(await runCli(["rollout", "staging", "--dry-run"], ctx), ExitCode.ok);
+    assert.match(f.ctx.stdout.text, /w-1: v1alpha1: machine\.sysctls/);
+    assert.deepEqual(kubectl.calls, []);
+    const tmp = ctx.dayTwo!.tmpDir!;
+    assert.deepEqual(
+      fs.readdirSync(tmp).filter((e) => e.startsWith("platform-kube-")),
+      [],
+    );
+  });
+
+  it("gives kubectl the cluster's kubeconfig only as a 0600 file in a 0700 folder, never in argv or output, and removes it", async () => {
+    const kubeconfig =
+      "apiVersion: v1\nusers:\n- name: admin\n  user:\n    client-key-data: a3ViZS1zZWNyZXQta2V5\n";
+    const outputs = foundationOutputs();
+    outputs.kubeconfig = { value: kubeconfig, secret: true };
+    const { f, fake, ctx, kubectl } = fixture(undefined, outputs);
+    fake.stage("w-1", "vm.swappiness: 1");
+    kubectl.drainFails.add("w-1");
+    // Also on a stop: the file is removed whichever way the roll ends.
+    assert.equal(await runCli(["rollout", "staging"], ctx), ExitCode.failed);
+    assert.ok(kubectl.calls.length >= 3);
+    for (const call of kubectl.calls) {
+      assert.ok(!call.args.some((arg) => arg.includes("a3ViZS1zZWNyZXQta2V5")));
+      assert.ok(call.kubeconfig, `--kubeconfig given and present: ${call.args.join(" ")}`);
+      assert.equal(call.kubeconfig.mode, 0o600);
+      assert.equal(call.kubeconfig.dirMode, 0o700);
+      assert.equal(call.kubeconfig.content, kubeconfig);
+      assert.ok(call.kubeconfig.path.startsWith(ctx.dayTwo!.tmpDir! + path.sep));
+      assert.equal(fs.existsSync(call.kubeconfig.path), false, "removed after the roll");
+    }
+    assert.doesNotMatch(f.ctx.stdout.text + f.ctx.stderr.text, /a3ViZS1zZWNyZXQta2V5/);
+  });
+
+  it("refuses to drain when the outputs hold no kubeconfig, before rebooting anything", async () => {
+    const outputs = foundationOutputs();
+    delete (outputs as Record<string, unknown>).kubeconfig;
+    const { f, fake, ctx } = fixture(undefined, outputs);
+    fake.stage("w-1", "vm.swappiness: 1");
+    assert.equal(await runCli(["rollout", "staging"], ctx), ExitCode.refused);
+    assert.deepEqual(rebooted(fake), []);
+    assert.match(f.ctx.stderr.text, /no kubeconfig.*--no-drain/s);
   });
 });
 

@@ -297,7 +297,8 @@ describe("the engine tier: the lifecycle on five emulated Talos nodes", function
 
     it("rollout reboots control planes one at a time, then workers, into the staged config", async () => {
       const before = await emulator.status();
-      const run = await cli(["rollout", STACK]);
+      // --no-drain: the drain's kubectl calls are the unit tier's (test/dayTwo/rollout.test.ts).
+      const run = await cli(["rollout", STACK, "--no-drain"]);
       assert.equal(run.code, ExitCode.ok, explain(run));
       // Each node is rebooted, back on its staged config and the cluster healthy before the next.
       const steps = [...run.stdout.matchAll(/^(\S+?)(?: \([\d.]+\))?: (rebooting|running)/gm)].map(

@@ -1,0 +1,143 @@
+// What `rollout` asks of Kubernetes: cordon and drain a node before its reboot (Talos' reboot
+// sequence stops the pods but neither cordons nor drains, so without this nothing is evicted and
+// no PodDisruptionBudget is consulted) and uncordon it once it is back and the cluster is healthy.
+// Production runs kubectl with the cluster's own kubeconfig (a 0600 temp file, removed when the
+// roll ends), so the operator's ~/.kube/config and its current context never matter; tests give
+// a fake runner.
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { ExitCode, UserError } from "../errors";
+import { writePrivateFile } from "../files";
+import { formatDuration, goDuration } from "./clock";
+import type { DayTwoDeps } from "./deps";
+import { spawnRunner, TALOSCTL_TIMEOUTS, type CommandRunner } from "./talosctl";
+
+/** Cordons, drains and uncordons Kubernetes nodes (by their Kubernetes node name). */
+export interface NodeDrainer {
+  /** Checks that kubectl can be started; rejects with an install hint (exit 5) when it cannot. */
+  check(): Promise<void>;
+  /** Marks the node unschedulable, so pods evicted from its batch mates do not land on it. */
+  cordon(node: string): Promise<void>;
+  /**
+   * `kubectl drain`: cordons, then evicts every pod but DaemonSet and mirror pods through the
+   * eviction API (PodDisruptionBudgets are respected), waiting at most `timeoutMs`.
+   */
+  drain(node: string, timeoutMs: number): Promise<void>;
+  /** Makes the node schedulable again. */
+  uncordon(node: string): Promise<void>;
+}
+
+/** Options of the kubectl-backed drainer. */
+export interface KubectlDrainerOptions {
+  /** A 0600 file holding the cluster's kubeconfig. */
+  readonly kubeconfig: string;
+  /** The kubectl program (KUBECTL, else `kubectl` on PATH). */
+  readonly binary?: string;
+  readonly run?: CommandRunner;
+  /** kubectl's progress (the pods it evicts) goes here. */
+  readonly progress?: (text: string) => void;
+}
+
+/** The fix when kubectl is missing and a drain was asked for. */
+export const KUBECTL_INSTALL_HINT =
+  "Install kubectl (https://kubernetes.io/docs/tasks/tools/) on PATH or set KUBECTL to its path, or pass --no-drain to reboot the nodes without draining them";
+
+/** How long cordon, uncordon and `version --client` may take. */
+const KUBECTL_QUERY_MS = 60_000;
+
+/** A NodeDrainer that runs kubectl. */
+export class KubectlDrainer implements NodeDrainer {
+  private readonly binary: string;
+  private readonly run: CommandRunner;
+
+  constructor(private readonly options: KubectlDrainerOptions) {
+    this.binary = options.binary ?? "kubectl";
+    this.run = options.run ?? spawnRunner;
+  }
+
+  private async exec(args: readonly string[], timeoutMs: number, stream = false): Promise<void> {
+    // Only the file's path is passed, never its content.
+    const full = [...args, "--kubeconfig", this.options.kubeconfig];
+    let result;
+    try {
+      result = await this.run(this.binary, full, {
+        timeoutMs,
+        ...(stream && this.options.progress ? { onOutput: this.options.progress } : {}),
+      });
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" || code === "EACCES") {
+        throw new UserError(
+          {
+            what: "kubectl",
+            problem: `is needed to drain each node before its reboot, and could not be started (${code === "ENOENT" ? "not found" : "not executable"}); no node was rebooted`,
+            got: JSON.stringify(this.binary),
+            fix: KUBECTL_INSTALL_HINT,
+          },
+          ExitCode.missingCli,
+        );
+      }
+      throw error;
+    }
+    if (result.timedOut || result.code !== 0) {
+      const lines = (result.stderr || result.stdout)
+        .trim()
+        .split("\n")
+        .filter((line) => line.trim() !== "");
+      const last = (lines[lines.length - 1] ?? "(no output)").slice(0, 300);
+      throw new Error(
+        `kubectl ${args.join(" ")} ${result.timedOut ? `did not finish within ${formatDuration(timeoutMs)} and was stopped` : `failed (exit ${result.code ?? "killed"})`}: ${last}`,
+      );
+    }
+  }
+
+  async check(): Promise<void> {
+    await this.exec(["version", "--client"], KUBECTL_QUERY_MS);
+  }
+
+  async cordon(node: string): Promise<void> {
+    await this.exec(["cordon", node], KUBECTL_QUERY_MS);
+  }
+
+  async drain(node: string, timeoutMs: number): Promise<void> {
+    // kubectl gives up by itself at --timeout (and says so); it is stopped only after a margin.
+    await this.exec(
+      [
+        "drain",
+        node,
+        "--ignore-daemonsets",
+        "--delete-emptydir-data",
+        `--timeout=${goDuration(timeoutMs)}`,
+      ],
+      timeoutMs + TALOSCTL_TIMEOUTS.margin,
+      true,
+    );
+  }
+
+  async uncordon(node: string): Promise<void> {
+    await this.exec(["uncordon", node], KUBECTL_QUERY_MS);
+  }
+}
+
+/**
+ * Runs `fn` with the cluster's kubeconfig in a private temp file (a 0700 folder, the file 0600),
+ * removed when `fn` ends (also when the process exits early).
+ */
+export async function withKubeconfig<T>(
+  deps: Pick<DayTwoDeps, "tmpDir">,
+  kubeconfig: string,
+  fn: (file: string) => Promise<T>,
+): Promise<T> {
+  const dir = fs.mkdtempSync(path.join(deps.tmpDir ?? os.tmpdir(), "platform-kube-"));
+  const cleanup = () => fs.rmSync(dir, { recursive: true, force: true });
+  process.on("exit", cleanup);
+  try {
+    const file = path.join(dir, "kubeconfig");
+    writePrivateFile(file, kubeconfig);
+    return await fn(file);
+  } finally {
+    process.off("exit", cleanup);
+    cleanup();
+  }
+}
