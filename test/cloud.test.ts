@@ -327,28 +327,6 @@ describe("cloud node variations", () => {
     assert.ok(recorder.named("demo-oci-2-config"));
   });
 
-  it("bootstraps an OpenStack first control plane once its instance exists and its config is pushed", async () => {
-    const { recorder } = await run((v) => {
-      v.nodes = v.nodes.filter((n: any) => n.platform === "openstack");
-      v.nodes[0].role = "controlplane";
-      v.nodes.push(
-        { name: "os-3", role: "controlplane", platform: "openstack" },
-        { name: "os-4", role: "controlplane", platform: "openstack" },
-      );
-      delete v.proxmox;
-      delete v.oci;
-    });
-    const bootstrap = recorder.ofType(T.bootstrap)[0];
-    assert.equal(bootstrap.inputs.node, "203.0.113.21");
-    assert.ok(bootstrap.options.dependencies.includes(recorder.named("demo-os-1-config").urn));
-    assert.ok(
-      recorder
-        .named("demo-os-1-config")
-        .options.dependencies.includes(recorder.named("demo-os-1-instance").urn),
-    );
-    assert.equal(recorder.named("demo-os-1-instance").options.protect, true);
-  });
-
   /** Three OpenStack control planes and a worker, nothing else. */
   const openstackControlPlanes = (v: any) => {
     v.nodes = v.nodes.filter((n: any) => n.platform === "openstack");
@@ -360,6 +338,19 @@ describe("cloud node variations", () => {
     delete v.proxmox;
     delete v.oci;
   };
+
+  it("bootstraps an OpenStack first control plane once its instance exists and its config is pushed", async () => {
+    const { recorder } = await run(openstackControlPlanes);
+    const bootstrap = recorder.ofType(T.bootstrap)[0];
+    assert.equal(bootstrap.inputs.node, "203.0.113.21");
+    assert.ok(bootstrap.options.dependencies.includes(recorder.named("demo-os-1-config").urn));
+    assert.ok(
+      recorder
+        .named("demo-os-1-config")
+        .options.dependencies.includes(recorder.named("demo-os-1-instance").urn),
+    );
+    assert.equal(recorder.named("demo-os-1-instance").options.protect, true);
+  });
 
   it("puts OpenStack control planes in one anti-affinity server group, workers outside it", async () => {
     const { recorder } = await run(openstackControlPlanes);
