@@ -132,7 +132,13 @@ export async function startTalosEmulator(options: StartOptions): Promise<Running
   ];
   const child = spawn(options.binary, args, { stdio: ["pipe", "pipe", "pipe"] });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  readline.createInterface({ input: child.stderr! }).on("line", (line) => options.log?.(line));
+  // The last lines it printed say why it stopped (an address in use: another run on this machine).
+  const lastErrors: string[] = [];
+  readline.createInterface({ input: child.stderr! }).on("line", (line) => {
+    lastErrors.push(line);
+    if (lastErrors.length > 5) lastErrors.shift();
+    options.log?.(line);
+  });
 
   const ready = await new Promise<{
     control: string;
@@ -155,7 +161,15 @@ export async function startTalosEmulator(options: StartOptions): Promise<Running
     });
     child.once("exit", (code) => {
       clearTimeout(timer);
-      reject(new Error(`talos-emulator exited with code ${code} before it was ready`));
+      // stderr may still hold its last words when the exit event comes first.
+      setImmediate(() =>
+        reject(
+          new Error(
+            `talos-emulator exited with code ${code} before it was ready` +
+              (lastErrors.length > 0 ? `: ${lastErrors.join(" | ")}` : ""),
+          ),
+        ),
+      );
     });
   });
 
