@@ -8,9 +8,9 @@ import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError, translateEngineError } from "../errors";
 import { type LayerName, listEnvironments, resolveLayer, readStackFile } from "../layers";
 import { acquireStackLock, locksDir } from "../lock";
-import { checkStack, formatReport } from "../readiness";
-import { configProblems } from "../stackValidation";
+import { formatReport } from "../readiness";
 import { findCli } from "./readyCheck";
+import { offlineCheck } from "./validate";
 
 /** `init` as asked. */
 export interface InitRequest {
@@ -104,15 +104,7 @@ export async function initStack(ctx: CliContext, request: InitRequest): Promise<
   }
 
   const cli = await findCli(ctx, request.installCli);
-  const report = () =>
-    checkStack({
-      repoRoot: ctx.repoRoot,
-      layer,
-      env,
-      processEnv: ctx.env,
-      bitwarden: "offline",
-      validate: ctx.validateStack ?? configProblems,
-    });
+  const report = () => offlineCheck(ctx, layer, env);
   if (!cli.ok) {
     ctx.stderr.write(formatReport(`init ${env}`, [report()], cli));
     ctx.stderr.write(

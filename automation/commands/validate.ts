@@ -22,6 +22,21 @@ export interface ValidateRequest {
   readonly layer: LayerName | "all";
 }
 
+/**
+ * One stack's readiness without the network: Bitwarden is not asked, so a credential counts when
+ * the environment or the stack's secret config has it (what `validate` and `init` report).
+ */
+export function offlineCheck(ctx: CliContext, layer: Layer, env: string): StackCheck {
+  return checkStack({
+    repoRoot: ctx.repoRoot,
+    layer,
+    env,
+    processEnv: ctx.env,
+    bitwarden: "offline",
+    validate: ctx.validateStack ?? configProblems,
+  });
+}
+
 /** The stacks a validate run checks, in layer order. */
 export function stacksToCheck(
   repoRoot: string,
@@ -63,16 +78,7 @@ export function validateStacks(ctx: CliContext, request: ValidateRequest): ExitC
       fix: "Create one first: npm run platform -- init <env> --from <example> (examples/README.md)",
     });
   }
-  const checks: StackCheck[] = targets.map(({ layer, env }) =>
-    checkStack({
-      repoRoot: ctx.repoRoot,
-      layer,
-      env,
-      processEnv: ctx.env,
-      bitwarden: "offline",
-      validate: ctx.validateStack ?? configProblems,
-    }),
-  );
+  const checks: StackCheck[] = targets.map(({ layer, env }) => offlineCheck(ctx, layer, env));
   const cli = probePulumiCli(ctx.env);
   ctx.stdout.write(formatReport("validate", checks, cli));
   return readinessExitCode(checks, cli);
