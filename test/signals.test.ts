@@ -34,18 +34,29 @@ interface Run {
   readonly child: ChildProcess;
   readonly output: () => string;
   readonly exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  readonly exited: () => boolean;
 }
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** Polls `check` every 50 ms until it holds; fails after `timeoutMs` saying what it waited for. */
-async function waitFor(what: string, check: () => boolean, timeoutMs = 60_000): Promise<void> {
+/**
+ * Polls `check` every 50 ms until it holds; fails after `timeoutMs` saying what it waited for, or
+ * at once if the run it watches has exited, with what the run printed.
+ */
+async function waitFor(
+  what: string,
+  check: () => boolean,
+  run?: Run,
+  timeoutMs = 60_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
+    const output = run ? `; output:\n${run.output()}` : "";
+    if (run?.exited()) throw new Error(`the run exited while waiting for ${what}${output}`);
     if (Date.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${output}`);
     await sleep(50);
   }
 }
@@ -125,6 +136,9 @@ describe("signals reach the process that acts (npm → CLI → talosctl)", funct
       stdio: ["ignore", "pipe", "pipe"],
       env: {
         ...process.env,
+        // The run is an operator's at a workstation: with CI set (as on a CI runner) the CLI
+        // refuses the roll before it starts (checkDayTwoGuard).
+        CI: undefined,
         PATH: `${STANDINS}${path.delimiter}${process.env.PATH}`,
         FAKE_TALOS_DIR: talos,
         FAKE_PULUMI_OUTPUTS: path.join(talos, "outputs"),
@@ -135,10 +149,14 @@ describe("signals reach the process that acts (npm → CLI → talosctl)", funct
     let output = "";
     child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
     child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    let exited = false;
     const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      child.on("close", (code, signal) => resolve({ code, signal })),
+      child.on("close", (code, signal) => {
+        exited = true;
+        resolve({ code, signal });
+      }),
     );
-    return { child, output: () => output, exit };
+    return { child, output: () => output, exit, exited: () => exited };
   }
 
   const roll = ["upgrade", "talos", "staging", "--to", "v1.14.1"];
@@ -185,9 +203,9 @@ describe("signals reach the process that acts (npm → CLI → talosctl)", funct
 
   it("SIGTERM to npm (a CI runner, kill): npm forwards it, the CLI finishes and verifies cp-1, then stops", async () => {
     const run = viaNpm();
-    await waitFor("cp-1's upgrade to start", upgradeStarted);
+    await waitFor("cp-1's upgrade to start", upgradeStarted, run);
     process.kill(run.child.pid!, "SIGTERM");
-    await waitFor("the CLI to take the SIGTERM", () => /SIGTERM: stopping/.test(run.output()));
+    await waitFor("the CLI to take the SIGTERM", () => /SIGTERM: stopping/.test(run.output()), run);
     release();
     const { code } = await exitWithin(run, 60_000);
     assertFinishedAndVerified();
@@ -201,11 +219,11 @@ describe("signals reach the process that acts (npm → CLI → talosctl)", funct
 
   it("Ctrl-C to the whole process group: talosctl, in its own group, is not hit; npm's copy counts once", async () => {
     const run = viaNpm();
-    await waitFor("cp-1's upgrade to start", upgradeStarted);
+    await waitFor("cp-1's upgrade to start", upgradeStarted, run);
     const upgrade = log().find((entry) => entry.event === "upgrade-start 192.0.2.11")!;
     assert.notEqual(upgrade.pgid, run.child.pid, "talosctl must lead a process group of its own");
     process.kill(-run.child.pid!, "SIGINT");
-    await waitFor("the CLI to take the SIGINT", () => /SIGINT: stopping/.test(run.output()));
+    await waitFor("the CLI to take the SIGINT", () => /SIGINT: stopping/.test(run.output()), run);
     await sleep(1_200); // npm's forwarded copy has arrived by now; talosctl is still upgrading
     release();
     const { code } = await exitWithin(run, 60_000);
@@ -217,9 +235,9 @@ describe("signals reach the process that acts (npm → CLI → talosctl)", funct
 
   it("SIGTERM twice to the CLI run directly: it stops at once and says cp-1 is mid-upgrade and unverified", async () => {
     const run = direct();
-    await waitFor("cp-1's upgrade to start", upgradeStarted);
+    await waitFor("cp-1's upgrade to start", upgradeStarted, run);
     process.kill(run.child.pid!, "SIGTERM");
-    await waitFor("the CLI to take the SIGTERM", () => /SIGTERM: stopping/.test(run.output()));
+    await waitFor("the CLI to take the SIGTERM", () => /SIGTERM: stopping/.test(run.output()), run);
     await sleep(1_100); // past the second in which a repeat counts as the same interrupt
     process.kill(run.child.pid!, "SIGTERM");
     const { code } = await exitWithin(run, 20_000);
@@ -235,6 +253,7 @@ describe("signals reach the process that acts (npm → CLI → talosctl)", funct
     await waitFor(
       "the stand-in to report it was stopped",
       () => events().includes("killed 192.0.2.11"),
+      undefined,
       10_000,
     );
     assert.equal(events().includes("upgrade-done 192.0.2.11"), false);
@@ -242,7 +261,7 @@ describe("signals reach the process that acts (npm → CLI → talosctl)", funct
 
   it("talosctl killed under the CLI: the roll stops at cp-1 and says it may still be upgrading", async () => {
     const run = direct();
-    await waitFor("cp-1's upgrade to start", upgradeStarted);
+    await waitFor("cp-1's upgrade to start", upgradeStarted, run);
     const upgrade = log().find((entry) => entry.event === "upgrade-start 192.0.2.11")!;
     process.kill(upgrade.pid, "SIGTERM");
     const { code } = await exitWithin(run, 60_000);
