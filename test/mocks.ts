@@ -149,6 +149,27 @@ export class Recorder {
   }
 
   /**
+   * Runs the hooks a resource's registration bound for one kind (`beforeCreate`, …) in order, as the
+   * engine does before that step; resolves with the first error (which fails the step), if any.
+   */
+  async runHooks(
+    resource: RecordedResource,
+    kind: string,
+    call: Omit<HookCall, "urn" | "name" | "type">,
+  ): Promise<string | undefined> {
+    for (const name of resource.options.hooks[kind] ?? []) {
+      const error = await this.runHook(name, {
+        ...call,
+        urn: resource.urn,
+        name: resource.name,
+        type: resource.type,
+      });
+      if (error !== undefined) return error;
+    }
+    return undefined;
+  }
+
+  /**
    * Runs a registered hook as the engine does: through the program's callback server, with a
    * serialized request. Resolves with the error the hook reported (which fails the step), if any.
    */
@@ -182,7 +203,11 @@ export class Recorder {
     const recorder = this;
     const proto = MockMonitor.prototype as any;
     if (!proto.__recorderOriginal) {
-      proto.__recorderOriginal = { registerResource: proto.registerResource, invoke: proto.invoke };
+      proto.__recorderOriginal = {
+        registerResource: proto.registerResource,
+        readResource: proto.readResource,
+        invoke: proto.invoke,
+      };
     }
     const original = proto.__recorderOriginal;
     proto.registerResource = function (req: any, callback: (err: any, resp: any) => void) {
@@ -199,6 +224,26 @@ export class Recorder {
         hooks: hookNames(req.getHooks?.()),
       });
       return original.registerResource.call(this, req, (err: any, resp: any) => {
+        if (!err) recorder.attachUrn(req.getType(), req.getName(), resp.getUrn());
+        recorder.inFlight--;
+        callback(err, resp);
+      });
+    };
+    // Reads (StackReferences) carry options too: at least their parent and provider.
+    proto.readResource = function (req: any, callback: (err: any, resp: any) => void) {
+      recorder.inFlight++;
+      recorder.pendingOptions.set(`${req.getType()}::${req.getName()}`, {
+        protect: false,
+        ignoreChanges: [],
+        additionalSecretOutputs: req.getAdditionalsecretoutputsList(),
+        dependencies: req.getDependenciesList(),
+        parent: req.getParent(),
+        provider: req.getProvider(),
+        version: req.getVersion(),
+        pluginDownloadURL: req.getPlugindownloadurl(),
+        hooks: {},
+      });
+      return original.readResource.call(this, req, (err: any, resp: any) => {
         if (!err) recorder.attachUrn(req.getType(), req.getName(), resp.getUrn());
         recorder.inFlight--;
         callback(err, resp);

@@ -123,6 +123,6 @@ export function secondBootstrapMessage(input: {
     `Nothing was bootstrapped. If a change renamed or moved the Bootstrap resource, give it an ` +
     `alias to its old name; if the state lost it, put it back from the export taken before ` +
     `(docs/runbooks/lost-proxmox-host.md step 6). A cluster whose etcd is lost everywhere is ` +
-    `restored with \`npm run platform -- etcd restore <env>\`, never bootstrapped anew`
+    `restored with \`npm run platform -- etcd restore <env> --from FILE\`, never bootstrapped anew`
   );
 }
