@@ -183,6 +183,9 @@ describe("the program never bootstraps etcd a second time", () => {
     it("never refuses while the CA is unknown: only a preview that creates the machine secrets has none", () => {
       const history = bootstrapHistory({ etcdBootstrap: { talosCaSha256: TALOS_CA_SHA256 } });
       assert.equal(isSecondBootstrap(history, undefined), false);
+      const unnamed = bootstrapHistory({ kubeconfig: "apiVersion: v1\n" });
+      assert.equal(isSecondBootstrap(unnamed, undefined), false);
+      assert.equal(isSecondBootstrap(unnamed, TALOS_CA_SHA256), true);
       assert.equal(isSecondBootstrap(history, TALOS_CA_SHA256), true);
       assert.equal(isSecondBootstrap(bootstrapHistory({}), TALOS_CA_SHA256), false);
     });
