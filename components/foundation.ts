@@ -33,7 +33,7 @@ export interface FoundationOutputs {
   /** Each node's installer image, by node name: upgrades use it with the target version's tag. */
   readonly installerImages: pulumi.Output<Record<string, string>>;
   /** Set once etcd is bootstrapped: later runs never bootstrap this cluster again (bootstrapRecord.ts). */
-  readonly etcdBootstrap: pulumi.Output<EtcdBootstrapRecord>;
+  readonly etcdBootstrap: pulumi.Output<EtcdBootstrapRecord | undefined>;
   /** Admin kubeconfig (secret). */
   readonly kubeconfig: pulumi.Output<string>;
   /** The Kubernetes API's CA certificate (PEM). */

@@ -108,13 +108,14 @@ export class BootstrapGuard {
 
   /**
    * The `etcdBootstrap` output: the cluster's CA fingerprint once the Bootstrap exists (unknown in a
-   * preview that creates it). A fingerprint of a public certificate, so not secret.
+   * preview that creates it; nothing when a targeted `up` skipped its create, which leaves its id
+   * empty). A fingerprint of a public certificate, so not secret.
    */
-  record(bootstrap: pulumi.CustomResource): pulumi.Output<EtcdBootstrapRecord> {
+  record(bootstrap: pulumi.CustomResource): pulumi.Output<EtcdBootstrapRecord | undefined> {
     return pulumi.unsecret(
       pulumi
         .all([bootstrap.id, this.args.caCertificate])
-        .apply(([, ca]) => ({ talosCaSha256: caFingerprint(ca) })),
+        .apply(([id, ca]) => (id ? { talosCaSha256: caFingerprint(ca) } : undefined)),
     );
   }
 }

@@ -69,7 +69,7 @@ export class TalosCluster extends pulumi.ComponentResource {
    * Recorded once etcd is bootstrapped (the cluster's Talos CA fingerprint): the stack output that keeps
    * later runs from bootstrapping it again.
    */
-  public readonly etcdBootstrap: pulumi.Output<EtcdBootstrapRecord>;
+  public readonly etcdBootstrap: pulumi.Output<EtcdBootstrapRecord | undefined>;
   /** The machine secrets resource (protected). */
   public readonly secrets: talos.machine.Secrets;
   /** The key the API server signs service-account tokens with (secret; Workload Identity uses its public half). */
