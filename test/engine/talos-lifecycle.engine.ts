@@ -5,6 +5,10 @@
 //   1. up: every config applied over the Talos API (maintenance mode insecure, then mTLS with the
 //      cluster's client certificate), etcd bootstrapped once, the kubeconfig fetched;
 //   2. kubeconfig and talosconfig exported, and both work against the nodes;
+//   2c. no second bootstrap: the Bootstrap deleted from the state (an operator's mistake), a bare
+//      `pulumi preview` and `pulumi up` fail with the program's own refusal and no node is asked to
+//      bootstrap, the CLI's `up` refuses in its preflight; the state export imported back, `up`
+//      keeps the Bootstrap;
 //   3. a config change that needs a reboot: up stages it, rollout drains (kubectl, against the
 //      emulated Kubernetes API) and reboots the nodes in order, uncordoning each once Ready;
 //   4. upgrade talos with a fault at the second control plane: the roll stops, nothing further is
@@ -18,6 +22,7 @@
 //   7. destroy: every node reset to maintenance mode (bare metal).
 // The emulator's delays are real but short; every CLI wait is bounded by its flags.
 import { strict as assert } from "node:assert";
+import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as https from "node:https";
 import * as path from "node:path";
@@ -67,6 +72,22 @@ function created(run: CliRun, type: string): string[] {
       ? [e.resOutputsEvent.metadata.urn.split("::").at(-1)!]
       : [],
   );
+}
+
+/** The Talos CA certificate (PEM) a talosconfig's current context trusts. */
+function talosconfigCa(talosconfig: string): string {
+  const config = parse(talosconfig) as {
+    context: string;
+    contexts: Record<string, { ca: string }>;
+  };
+  return Buffer.from(config.contexts[config.context].ca, "base64").toString("utf8");
+}
+
+/** What the stack's checkpoint in the file backend holds. */
+interface Checkpoint {
+  checkpoint: {
+    latest?: { resources?: { urn: string; type: string; outputs?: Record<string, unknown> }[] };
+  };
 }
 
 /** The parts of a kubeconfig the test reads. */
@@ -223,6 +244,30 @@ describe("the engine tier: the lifecycle on five emulated Talos nodes", function
         "lifecycle-kubeconfig",
       ]);
     });
+
+    it("records the bootstrap in the etcdBootstrap output: the Talos CA's fingerprint, not secret", () => {
+      const talosconfig = sandbox.pulumi([
+        "stack",
+        "output",
+        "talosconfig",
+        "--show-secrets",
+        "--stack",
+        STACK,
+      ]);
+      assert.equal(talosconfig.code, 0, talosconfig.stderr);
+      const ca = talosconfigCa(talosconfig.stdout);
+      assert.match(ca, /^-----BEGIN CERTIFICATE-----/);
+      // In the checkpoint as plain JSON: a secret output would be an encrypted envelope there.
+      const state = JSON.parse(
+        fs.readFileSync(sandbox.stateFile(PROJECT, STACK), "utf8"),
+      ) as Checkpoint;
+      const stack = state.checkpoint.latest?.resources?.find(
+        (r) => r.type === "pulumi:pulumi:Stack",
+      );
+      assert.deepEqual(stack?.outputs?.etcdBootstrap, {
+        talosCaSha256: createHash("sha256").update(ca.trim()).digest("hex"),
+      });
+    });
   });
 
   describe("2. kubeconfig and talosconfig exported", () => {
@@ -287,6 +332,118 @@ describe("the engine tier: the lifecycle on five emulated Talos nodes", function
         (await emulator.status()).map((n) => n.bootId),
         before.map((n) => n.bootId),
       );
+    });
+  });
+
+  describe("2c. no second bootstrap after the state lost the Bootstrap (pulumi state delete)", () => {
+    const BOOTSTRAP = "talos:machine/bootstrap:Bootstrap";
+    const REFUSAL =
+      /etcd bootstrap: up was about to create the cluster's Bootstrap \(lifecycle-bootstrap\) although etcd was bootstrapped \(the stack has an etcdBootstrap output\), which would bootstrap etcd a second time; got cp-1 \(127\.15\.20\.11\) would be bootstrapped/;
+    /** What a node answers a Bootstrap call once etcd runs, passed on by the provider. */
+    const NODE_ANSWER = /etcd data directory is not empty|bootstrapping error/;
+    const exportFile = () => path.join(sandbox.dir, "lifecycle-before-state-delete.json");
+    const bootstrapLines = () => log.filter((l) => /etcd bootstrapped on/.test(l)).length;
+    let bootstrapsBefore = 0;
+    let membersBefore: string[] = [];
+    const runs: { name: string; text: string }[] = [];
+    const inState = () =>
+      (
+        JSON.parse(fs.readFileSync(sandbox.stateFile(PROJECT, STACK), "utf8")) as Checkpoint
+      ).checkpoint.latest?.resources?.filter((r) => r.type === BOOTSTRAP) ?? [];
+
+    before(async () => {
+      const [cluster] = await emulator.clusters();
+      membersBefore = cluster.members.map((m) => m.id).sort();
+      bootstrapsBefore = bootstrapLines();
+      const exported = sandbox.pulumi([
+        "stack",
+        "export",
+        "--stack",
+        STACK,
+        "--file",
+        exportFile(),
+      ]);
+      assert.equal(exported.code, 0, exported.stderr);
+      const [bootstrap] = inState();
+      assert.ok(bootstrap, "the state has the Bootstrap");
+      // The operator's mistake: the Kubeconfig depends on it, so the engine wants --target-dependents.
+      const deleted = sandbox.pulumi([
+        "state",
+        "delete",
+        bootstrap.urn,
+        "--target-dependents",
+        "--yes",
+        "--stack",
+        STACK,
+      ]);
+      assert.equal(deleted.code, 0, deleted.stderr);
+      assert.deepEqual(inState(), []);
+    });
+
+    it("a bare pulumi preview in the project folder fails with the program's refusal", () => {
+      const run = sandbox.pulumi(["preview", "--stack", STACK]);
+      runs.push({ name: "preview", text: run.stdout + run.stderr });
+      assert.notEqual(run.code, 0, run.stdout);
+      assert.match(run.stdout + run.stderr, REFUSAL);
+    });
+
+    it("a bare pulumi up (no preview) fails with it too; the state still lacks the Bootstrap", () => {
+      const run = sandbox.pulumi(["up", "--yes", "--skip-preview", "--stack", STACK]);
+      runs.push({ name: "up", text: run.stdout + run.stderr });
+      assert.notEqual(run.code, 0, run.stdout);
+      assert.match(run.stdout + run.stderr, REFUSAL);
+      assert.deepEqual(inState(), []);
+    });
+
+    it("no node was asked to bootstrap again: etcd as it was, no node's answer to a Bootstrap call", async () => {
+      // The emulator logs a bootstrap it performs; one it refuses (etcd runs) only reaches the
+      // caller, whose provider passes the node's answer on.
+      for (const run of runs) assert.doesNotMatch(run.text, NODE_ANSWER, run.name);
+      assert.equal(runs.length, 2);
+      assert.equal(bootstrapLines(), bootstrapsBefore);
+      const [cluster] = await emulator.clusters();
+      assert.ok(cluster.bootstrapped);
+      assert.deepEqual(cluster.members.map((m) => m.id).sort(), membersBefore);
+    });
+
+    it("the CLI's up refuses it in its preflight, before the engine runs", async () => {
+      const run = await cli(["up", STACK]);
+      assert.equal(run.code, ExitCode.refused, explain(run));
+      assert.match(
+        run.stderr,
+        /preflight foundation\/lifecycle: 1 check failed; nothing was changed; got:\n {2}- etcd bootstrap: the state has lost the cluster's talos:machine\/bootstrap:Bootstrap resource although etcd was bootstrapped \(the stack has an etcdBootstrap output\), so up would bootstrap etcd again; got cp-1 would be bootstrapped/,
+      );
+      assert.deepEqual(run.events, [], "the engine never ran");
+      assert.doesNotMatch(run.stdout + run.stderr, NODE_ANSWER);
+      assert.equal(bootstrapLines(), bootstrapsBefore);
+    });
+
+    it("the export imported back, a plain up keeps the Bootstrap (same) and creates nothing", async () => {
+      const imported = sandbox.pulumi([
+        "stack",
+        "import",
+        "--stack",
+        STACK,
+        "--file",
+        exportFile(),
+      ]);
+      assert.equal(imported.code, 0, imported.stderr);
+      assert.equal(inState().length, 1);
+      const run = await cli(["up", STACK]);
+      assert.equal(run.code, ExitCode.ok, explain(run));
+      const steps = run.events.flatMap((e) =>
+        e.resOutputsEvent?.metadata.type === BOOTSTRAP ? [e.resOutputsEvent.metadata.op] : [],
+      );
+      assert.deepEqual(steps, ["same"]);
+      assert.deepEqual(
+        run.events.flatMap((e) =>
+          e.resOutputsEvent && !["same", "read"].includes(e.resOutputsEvent.metadata.op)
+            ? [`${e.resOutputsEvent.metadata.op} ${e.resOutputsEvent.metadata.urn}`]
+            : [],
+        ),
+        [],
+      );
+      assert.equal(bootstrapLines(), bootstrapsBefore);
     });
   });
 
