@@ -3,7 +3,8 @@
 // 127.15.20.0/24), through the project's CLI as an operator runs it. Steps, in order (each builds
 // on the one before; the tier bails at the first failure):
 //   1. up: every config applied over the Talos API (maintenance mode insecure, then mTLS with the
-//      cluster's client certificate), etcd bootstrapped once, the kubeconfig fetched;
+//      cluster's client certificate), etcd bootstrapped once (recorded in the etcdBootstrap output:
+//      the Talos CA's fingerprint, not secret), the kubeconfig fetched;
 //   2. kubeconfig and talosconfig exported, and both work against the nodes;
 //   2c. no second bootstrap: the Bootstrap deleted from the state (an operator's mistake), a bare
 //      `pulumi preview` and `pulumi up` fail with the program's own refusal and no node is asked to
