@@ -56,9 +56,8 @@ type Install = (
 
 /** A string-literal require call; group 2 is the specifier. */
 const STATIC_REQUIRE = /\brequire\((["'])([^"'\\]+)\1\)/y;
-/** Whatever a pack cannot reproduce: any other use of require, and what a pack does not pass. */
-const UNPACKABLE =
-  /(?<![.\w$])(require\b|__dirname\b|__filename\b|import\(|module\.(?!exports\b))/g;
+/** What a pack cannot reproduce: any other use of require, import(), module's other properties. */
+const UNPACKABLE = /(?<![.\w$])(require\b|import\(|module\.(?!exports\b))/g;
 
 /** Whether `index` is on a line comment's line (`// …`, or ` * …` inside a block comment). */
 function inComment(source: string, index: number): boolean {
