@@ -95,6 +95,8 @@ function statKey(file: string): string | undefined {
 /** A module of a pack: its source and the packed files its requires resolve to. */
 interface Packed {
   readonly source: string;
+  /** The file's stat identity from before it was read. */
+  readonly stat: string;
   readonly deps: Record<string, string>;
 }
 
@@ -105,14 +107,19 @@ interface Packed {
  * that is the entry itself.
  */
 function moduleGraph(entry: string, scope: string): Map<string, Packed> | undefined {
-  const found = new Map<string, { source: string; requires: [string, string][] } | null>();
+  const found = new Map<
+    string,
+    { source: string; stat: string; requires: [string, string][] } | null
+  >();
   const pending = [entry];
   while (pending.length > 0) {
     const file = pending.pop()!;
     if (found.has(file)) continue;
+    // Stat first: a file changed while it is read makes the next run pack again.
+    const stat = statKey(file);
     const source = /\.c?js$/.test(file) ? fs.readFileSync(file, "utf8") : undefined;
     const specifiers = source === undefined ? undefined : staticRequires(source);
-    if (source === undefined || specifiers === undefined) {
+    if (stat === undefined || source === undefined || specifiers === undefined) {
       found.set(file, null);
       continue;
     }
@@ -125,14 +132,14 @@ function moduleGraph(entry: string, scope: string): Map<string, Packed> | undefi
       requires.push([specifier, resolved]);
       pending.push(resolved);
     }
-    found.set(file, { source, requires });
+    found.set(file, { source, stat, requires });
   }
   if (!found.get(entry)) return undefined;
   const graph = new Map<string, Packed>();
   for (const [file, module] of found) {
     if (!module) continue;
     const deps = Object.fromEntries(module.requires.filter(([, target]) => found.get(target)));
-    graph.set(file, { source: module.source, deps });
+    graph.set(file, { source: module.source, stat: module.stat, deps });
   }
   return graph;
 }
@@ -203,25 +210,22 @@ const packFileOf = (dir: string, name: string, id: string) => path.join(dir, `${
 
 /** Packs `name` again; undefined when it cannot be packed (it then loads the usual way). */
 function pack(dir: string, name: string, entry: string, scope: string): Manifest | undefined {
+  // First: where packs cannot be written (a read-only install), nothing is read for one.
+  fs.mkdirSync(dir, { recursive: true });
+  fs.accessSync(dir, fs.constants.W_OK);
   const graph = moduleGraph(entry, scope);
   if (!graph) return undefined;
-  const files: Record<string, string> = {};
-  for (const file of graph.keys()) {
-    const key = statKey(file);
-    if (key === undefined) return undefined;
-    files[file] = key;
-  }
   const manifest: Manifest = {
     version: PACK_VERSION,
     id: `${Date.now().toString(36)}-${process.pid}`,
     entry,
-    files,
+    files: Object.fromEntries([...graph].map(([file, { stat }]) => [file, stat])),
   };
-  fs.mkdirSync(dir, { recursive: true });
   writeAtomically(packFileOf(dir, name, manifest.id), packSource(entry, graph));
   // The manifest last: a pack is only used once its manifest names it.
   writeAtomically(path.join(dir, `${name}.json`), JSON.stringify(manifest));
-  // Earlier packs of the package and their caches (one a running process reads stays readable).
+  // Earlier packs of the package and their caches (a process still about to read one then loads
+  // the modules the usual way).
   for (const file of fs.readdirSync(dir)) {
     if (file.startsWith(`${name}.`) && !file.startsWith(`${name}.${manifest.id}.`)) {
       if (file !== `${name}.json`) fs.rmSync(path.join(dir, file), { force: true });
