@@ -35,7 +35,15 @@ export function cliInstallRoot(
  * public type; a test keeps the two equal).
  */
 export const PULUMI_CLI_MINIMUM = new SemVer("3.2.0-alpha");
-const minimumVersion = PULUMI_CLI_MINIMUM;
+
+/**
+ * The oldest CLI that runs the programs: resource hooks (engine and Node.js SDK since 3.182.0)
+ * carry the foundation's bootstrap guard (components/talos/bootstrapGuard.ts); with an older CLI
+ * the SDK stops the program with "The Pulumi CLI does not support resource hooks". Checked up front
+ * (here and in PulumiCommand.get), so an old CLI is one message before anything runs.
+ */
+export const PROGRAM_CLI_MINIMUM = new SemVer("3.182.0");
+const minimumVersion = PROGRAM_CLI_MINIMUM;
 
 /** What the probe found. */
 export type CliProbe =
@@ -77,7 +85,7 @@ function check(command: string, env: Env): CliProbe {
   if (version.major !== minimumVersion.major || semverLt(version, minimumVersion)) {
     return {
       ok: false,
-      problem: `${command} is version ${version.version}; @pulumi/pulumi ${PULUMI_SDK_VERSION} needs ${minimumVersion.major}.x, at least ${minimumVersion.version}`,
+      problem: `${command} is version ${version.version}; the programs need ${minimumVersion.major}.x, at least ${minimumVersion.version} (resource hooks)`,
       fix: upgrade,
     };
   }

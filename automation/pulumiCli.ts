@@ -1,13 +1,20 @@
 // Finding the Pulumi CLI up front, so a missing one is one clear message (what to install, or
 // --install-cli) before anything is written, never an Automation API stack trace halfway through.
-import { PULUMI_INSTALL_URL, PULUMI_SDK_VERSION, cliInstallRoot } from "./cliProbe";
+import type SemVer from "semver/classes/semver";
+import {
+  PROGRAM_CLI_MINIMUM,
+  PULUMI_INSTALL_URL,
+  PULUMI_SDK_VERSION,
+  cliInstallRoot,
+} from "./cliProbe";
 import { ExitCode, UserError, commandStderr, firstLines, isSpawnNotFound } from "./errors";
 
 export { PULUMI_INSTALL_URL, PULUMI_SDK_VERSION, cliInstallRoot };
 
 /** How the CLI is looked up and installed: `PulumiCommand.get` / `.install`, or fakes in tests. */
 export interface PulumiCommandSource<T> {
-  get(options?: { root?: string }): Promise<T>;
+  /** `version`: the oldest acceptable CLI (PulumiCommand.get takes the later of it and its own). */
+  get(options: { root?: string; version: SemVer }): Promise<T>;
   install(options: { root: string }): Promise<T>;
 }
 
@@ -23,12 +30,12 @@ export async function resolvePulumiCommand<T>(options: {
   const root = cliInstallRoot(options.homeDir);
   let onPath: unknown;
   try {
-    return await options.source.get();
+    return await options.source.get({ version: PROGRAM_CLI_MINIMUM });
   } catch (error) {
     onPath = error;
   }
   try {
-    return await options.source.get({ root });
+    return await options.source.get({ root, version: PROGRAM_CLI_MINIMUM });
   } catch (error) {
     if (!isSpawnNotFound(error)) throw cliProblem(error, root);
   }

@@ -8,6 +8,7 @@ import type { NodeSpec, PlatformSpec } from "./config/types";
 import { fluxHandoffPatch } from "./flux/handoff";
 import { ClusterDns, endpointRecords } from "./gcp/clusterDns";
 import { OpenbaoUnsealKey, SealStanza } from "./gcp/openbaoUnseal";
+import type { EtcdBootstrapRecord } from "./talos/bootstrapRecord";
 import { AddressesByName, TalosCluster } from "./talos/cluster";
 
 /** The foundation stack's outputs. */
@@ -31,6 +32,8 @@ export interface FoundationOutputs {
   readonly machineConfigurations: pulumi.Output<Record<string, string>>;
   /** Each node's installer image, by node name: upgrades use it with the target version's tag. */
   readonly installerImages: pulumi.Output<Record<string, string>>;
+  /** Set once etcd is bootstrapped: later runs never bootstrap this cluster again (bootstrapRecord.ts). */
+  readonly etcdBootstrap: pulumi.Output<EtcdBootstrapRecord | undefined>;
   /** Admin kubeconfig (secret). */
   readonly kubeconfig: pulumi.Output<string>;
   /** The Kubernetes API's CA certificate (PEM). */
@@ -130,6 +133,7 @@ export function foundation(): FoundationOutputs {
     configHashes: cluster.configHashes,
     machineConfigurations: cluster.machineConfigurations,
     installerImages: cluster.installerImages,
+    etcdBootstrap: cluster.etcdBootstrap,
     kubeconfig: cluster.kubeconfig,
     kubernetesCaCertificate: cluster.kubernetesCaCertificate,
     talosconfig: cluster.talosconfig,

@@ -82,6 +82,8 @@ export async function setupRun(values: StackValues, options: RunOptions = {}): P
     project,
     options.stack ?? "test",
     options.preview ?? false,
+    // What the engine reports on a DIY backend (the program's StackReference to itself names it).
+    "organization",
   );
   const config: Record<string, string> = {};
   for (const [key, value] of Object.entries(values)) {

@@ -2,7 +2,10 @@
 // options such as protect/ignoreChanges/dependsOn, plugin version) and each invoke, answers with
 // realistic fake state, and throws on any invoke it does not know so a new call is never silently faked.
 import * as pulumi from "@pulumi/pulumi";
+import * as resproto from "@pulumi/pulumi/proto/resource_pb";
 import { MockMonitor } from "@pulumi/pulumi/runtime/mocks";
+import { getCallbacks } from "@pulumi/pulumi/runtime/settings";
+import { Struct } from "google-protobuf/google/protobuf/struct_pb";
 import { createHash, generateKeyPairSync } from "node:crypto";
 import { stringify } from "yaml";
 
@@ -22,6 +25,25 @@ export interface RecordedOptions {
   readonly provider: string;
   readonly version: string;
   readonly pluginDownloadURL: string;
+  /** Names of the resource hooks bound to it, by kind (`beforeCreate`, …); only kinds with hooks. */
+  readonly hooks: Record<string, string[]>;
+}
+
+/** One resource hook the program registered with the engine. */
+export interface RecordedHook {
+  readonly name: string;
+  /** Whether the engine runs it in previews too. */
+  readonly onDryRun: boolean;
+  /** The token the engine calls it back with. */
+  readonly token: string;
+}
+
+/** What the engine hands a resource hook (see the engine's Deployment.RunHooks). */
+export interface HookCall {
+  readonly urn: string;
+  readonly name: string;
+  readonly type: string;
+  readonly newInputs?: Record<string, unknown>;
 }
 
 /** One registered resource. */
@@ -95,6 +117,7 @@ export interface MockBehaviour {
 export class Recorder {
   readonly resources: RecordedResource[] = [];
   readonly invokes: RecordedInvoke[] = [];
+  readonly hooks: RecordedHook[] = [];
   behaviour: MockBehaviour = {};
   private readonly pendingOptions = new Map<string, RecordedOptions>();
   private inFlight = 0;
@@ -125,6 +148,47 @@ export class Recorder {
     return this.invokes.filter((i) => i.token === token);
   }
 
+  /**
+   * Runs the hooks a resource's registration bound for one kind (`beforeCreate`, …) in order, as the
+   * engine does before that step; resolves with the first error (which fails the step), if any.
+   */
+  async runHooks(
+    resource: RecordedResource,
+    kind: string,
+    call: Omit<HookCall, "urn" | "name" | "type">,
+  ): Promise<string | undefined> {
+    for (const name of resource.options.hooks[kind] ?? []) {
+      const error = await this.runHook(name, {
+        ...call,
+        urn: resource.urn,
+        name: resource.name,
+        type: resource.type,
+      });
+      if (error !== undefined) return error;
+    }
+    return undefined;
+  }
+
+  /**
+   * Runs a registered hook as the engine does: through the program's callback server, with a
+   * serialized request. Resolves with the error the hook reported (which fails the step), if any.
+   */
+  async runHook(name: string, call: HookCall): Promise<string | undefined> {
+    const hook = this.hooks.find((h) => h.name === name);
+    if (!hook)
+      throw new Error(`no hook named ${name}: ${this.hooks.map((h) => h.name).join(", ")}`);
+    const request = new resproto.ResourceHookRequest();
+    request.setUrn(call.urn);
+    request.setName(call.name);
+    request.setType(call.type);
+    if (call.newInputs) request.setNewInputs(Struct.fromJavaScript(call.newInputs as any));
+    // The callback server is the SDK's (internal): the engine reaches it over gRPC with this token.
+    const callbacks = getCallbacks() as any;
+    const callback = callbacks._callbacks.get(hook.token) as (bytes: Uint8Array) => Promise<any>;
+    const response = await callback(request.serializeBinary());
+    return response.getError() || undefined;
+  }
+
   /** Resolves once no registration or invoke has been in flight for a few turns of the event loop. */
   async settled(): Promise<void> {
     for (let quiet = 0; quiet < 5;) {
@@ -139,7 +203,11 @@ export class Recorder {
     const recorder = this;
     const proto = MockMonitor.prototype as any;
     if (!proto.__recorderOriginal) {
-      proto.__recorderOriginal = { registerResource: proto.registerResource, invoke: proto.invoke };
+      proto.__recorderOriginal = {
+        registerResource: proto.registerResource,
+        readResource: proto.readResource,
+        invoke: proto.invoke,
+      };
     }
     const original = proto.__recorderOriginal;
     proto.registerResource = function (req: any, callback: (err: any, resp: any) => void) {
@@ -153,12 +221,42 @@ export class Recorder {
         provider: req.getProvider(),
         version: req.getVersion(),
         pluginDownloadURL: req.getPlugindownloadurl(),
+        hooks: hookNames(req.getHooks?.()),
       });
       return original.registerResource.call(this, req, (err: any, resp: any) => {
         if (!err) recorder.attachUrn(req.getType(), req.getName(), resp.getUrn());
         recorder.inFlight--;
         callback(err, resp);
       });
+    };
+    // Reads (StackReferences) carry options too: at least their parent and provider.
+    proto.readResource = function (req: any, callback: (err: any, resp: any) => void) {
+      recorder.inFlight++;
+      recorder.pendingOptions.set(`${req.getType()}::${req.getName()}`, {
+        protect: false,
+        ignoreChanges: [],
+        additionalSecretOutputs: req.getAdditionalsecretoutputsList(),
+        dependencies: req.getDependenciesList(),
+        parent: req.getParent(),
+        provider: req.getProvider(),
+        version: req.getVersion(),
+        pluginDownloadURL: req.getPlugindownloadurl(),
+        hooks: {},
+      });
+      return original.readResource.call(this, req, (err: any, resp: any) => {
+        if (!err) recorder.attachUrn(req.getType(), req.getName(), resp.getUrn());
+        recorder.inFlight--;
+        callback(err, resp);
+      });
+    };
+    // The mock monitor has no hook registry: record the hook as the engine's registry would keep it.
+    proto.registerResourceHook = function (req: any, callback: (err: any, resp: any) => void) {
+      recorder.hooks.push({
+        name: req.getName(),
+        onDryRun: req.getOnDryRun(),
+        token: req.getCallback().getToken(),
+      });
+      callback(null, {});
     };
     proto.invoke = function (req: any, callback: (err: any, resp: any) => void) {
       recorder.inFlight++;
@@ -227,12 +325,29 @@ export class Recorder {
 
 /**
  * A referenced stack's outputs. A stack the test did not list does not exist, and the engine fails the
- * read as its backend client does: `unknown stack "<name>"`.
+ * read as its backend client does: `unknown stack "<name>"`; the running stack exists, and unless
+ * listed it was never deployed: no outputs.
  */
 function stackOutputs(behaviour: MockBehaviour, name: string): Record<string, unknown> {
   const outputs = behaviour.stackOutputs?.[name];
+  const own = `${pulumi.getOrganization()}/${pulumi.getProject()}/${pulumi.getStack()}`;
+  if (outputs === undefined && name === own) return {};
   if (outputs === undefined) throw new Error(`unknown stack "${name}"`);
   return outputs;
+}
+
+/** The hook names of a registration's hook binding, by kind; kinds without hooks left out. */
+function hookNames(binding: any): Record<string, string[]> {
+  if (!binding) return {};
+  const lists: Record<string, string[]> = {
+    beforeCreate: binding.getBeforeCreateList(),
+    afterCreate: binding.getAfterCreateList(),
+    beforeUpdate: binding.getBeforeUpdateList(),
+    afterUpdate: binding.getAfterUpdateList(),
+    beforeDelete: binding.getBeforeDeleteList(),
+    afterDelete: binding.getAfterDeleteList(),
+  };
+  return Object.fromEntries(Object.entries(lists).filter(([, names]) => names.length > 0));
 }
 
 /** Fake provider state: inputs plus the outputs a real provider would compute. */
@@ -424,7 +539,8 @@ function fakeInvoke(
             [inputs.clusterName]: {
               endpoints: inputs.endpoints,
               nodes: inputs.nodes,
-              ca: "Q0E=",
+              // As the provider writes it: the client configuration's CA, base64-encoded.
+              ca: Buffer.from(inputs.clientConfiguration?.caCertificate ?? "CA").toString("base64"),
               crt: "Q1JU",
               key: fakeKey("talosconfig-key"),
             },

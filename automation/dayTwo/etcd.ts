@@ -1,6 +1,6 @@
 // `etcd snapshot <env>` and `etcd restore <env> --from FILE`. Restore follows Talos' disaster
 // recovery procedure step by step, asking before each destructive one: wipe EPHEMERAL (the etcd
-// data) on the control planes, wait until etcd waits for a bootstrap (`Preparing`) on all of them,
+// data) on the control planes (all at once), wait until etcd waits for a bootstrap (`Preparing`) on all of them,
 // bootstrap the first control plane from the snapshot, wait for every member to join. The nodes
 // keep their STATE partition, so their machine config and the cluster's secrets stay the same;
 // nothing in the Pulumi stack (the Secrets resource included) is touched.
@@ -177,24 +177,33 @@ async function restore(
       `Step 1 of 3: wipe the EPHEMERAL partition (etcd data) of ${toWipe.map((cp) => cp.name).join(", ")} and reboot them? ` +
         "The cluster's Kubernetes state will be what the snapshot holds.",
     );
+    // All at once: a member wiped while the others still hold quorum rejoins them as a new, empty
+    // member when it boots (Talos' etcd addMember), and would never wait for the bootstrap.
     for (const cp of toWipe) {
       out(
         `  ${cp.name}: talosctl reset --graceful=false --reboot --system-labels-to-wipe=EPHEMERAL`,
       );
-      try {
-        await client.wipeEphemeral(cp.address);
-      } catch (error) {
-        return fail(
-          `wiping ${cp.name} failed`,
-          JSON.stringify(error instanceof Error ? error.message : String(error)),
-          `Wiped so far: ${
-            toWipe
-              .slice(0, toWipe.indexOf(cp))
-              .map((n) => n.name)
-              .join(", ") || "(none)"
-          }. Fix it and rerun (nodes already Preparing are not wiped again)`,
-        );
-      }
+    }
+    const wipes = await Promise.allSettled(toWipe.map((cp) => client.wipeEphemeral(cp.address)));
+    const failed = toWipe.flatMap((cp, i) => {
+      const wipe = wipes[i];
+      return wipe.status === "rejected"
+        ? [
+            `${cp.name}: ${wipe.reason instanceof Error ? wipe.reason.message : String(wipe.reason)}`,
+          ]
+        : [];
+    });
+    if (failed.length > 0) {
+      return fail(
+        `wiping ${failed.length === 1 ? failed[0].split(":")[0] : `${failed.length} control planes`} failed`,
+        JSON.stringify(failed.join("; ")),
+        `Wiped: ${
+          toWipe
+            .filter((_, i) => wipes[i].status === "fulfilled")
+            .map((n) => n.name)
+            .join(", ") || "(none)"
+        }. Fix it and rerun (nodes already Preparing are not wiped again)`,
+      );
     }
   } else {
     out(

@@ -24,6 +24,11 @@ export interface NodeDrainer {
    * eviction API (PodDisruptionBudgets are respected), waiting at most `timeoutMs`.
    */
   drain(node: string, timeoutMs: number): Promise<void>;
+  /**
+   * Whether the node's kubelet reports Ready (its Node's Ready condition is True); rejects when the
+   * API cannot be asked (a rebooting control plane's API server may be down for a while).
+   */
+  ready(node: string): Promise<boolean>;
   /** Makes the node schedulable again. */
   uncordon(node: string): Promise<void>;
 }
@@ -56,7 +61,7 @@ export class KubectlDrainer implements NodeDrainer {
     this.run = options.run ?? spawnRunner;
   }
 
-  private async exec(args: readonly string[], timeoutMs: number, stream = false): Promise<void> {
+  private async exec(args: readonly string[], timeoutMs: number, stream = false): Promise<string> {
     // Only the file's path is passed, never its content.
     const full = [...args, "--kubeconfig", this.options.kubeconfig];
     let result;
@@ -90,6 +95,7 @@ export class KubectlDrainer implements NodeDrainer {
         `kubectl ${args.join(" ")} ${result.timedOut ? `did not finish within ${formatDuration(timeoutMs)} and was stopped` : `failed (exit ${result.code ?? "killed"})`}: ${last}`,
       );
     }
+    return result.stdout;
   }
 
   async check(): Promise<void> {
@@ -113,6 +119,14 @@ export class KubectlDrainer implements NodeDrainer {
       timeoutMs + TALOSCTL_TIMEOUTS.margin,
       true,
     );
+  }
+
+  async ready(node: string): Promise<boolean> {
+    const status = await this.exec(
+      ["get", "node", node, "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'],
+      KUBECTL_QUERY_MS,
+    );
+    return status.trim() === "True";
   }
 
   async uncordon(node: string): Promise<void> {

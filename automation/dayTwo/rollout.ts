@@ -5,8 +5,10 @@
 // cluster.rollout.maxUnavailableWorkers at once; after each node (or batch) the node must answer
 // again, run the staged config, and the cluster must be healthy before anything else is touched.
 // Unless --no-drain, each node (every node of a batch) is cordoned and drained with kubectl before
-// its reboot, and uncordoned only once it is back and the cluster is healthy: Talos' reboot sequence
-// stops pods without evicting them.
+// its reboot (Talos' reboot sequence stops pods without evicting them), and uncordoned once it is back
+// on its staged config and its Kubernetes node reports Ready, as talosctl's own reboot and upgrade do
+// (uncordonNodes: WaitForNodeReady, then Uncordon); only then the cluster health gate, since Talos'
+// health check fails while any node is unschedulable ("all k8s nodes to report schedulable").
 import { readStackFile, resolveLayer } from "../layers";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError } from "../errors";
@@ -241,7 +243,7 @@ async function rollNodes(
       out(
         [
           `rollout ${request.env}: stopped at ${stop.node.name} (${stop.step}); no further node was touched`,
-          `  rebooted:    ${(stop.step === "uncordon" ? [...done, ...batch] : done).map((n) => n.name).join(", ") || "(none)"}`,
+          `  rebooted:    ${(stop.step === "uncordon" || stop.step === "node ready" ? [...done, ...batch] : done).map((n) => n.name).join(", ") || "(none)"}`,
           `  stopped at:  ${stop.node.name}: ${stop.reason}`,
           `  not touched: ${untouched.map((n) => n.name).join(", ") || "(none)"}`,
           ...(cordoned.length > 0
@@ -256,7 +258,7 @@ async function rollNodes(
           what: `rollout ${request.env}`,
           problem: `stopped at ${stop.node.name} (${stop.step})${cordoned.length > 0 ? `; ${cordoned.join(", ")} stay${cordoned.length === 1 ? "s" : ""} cordoned` : ""}`,
           got: JSON.stringify(stop.reason),
-          fix: `${stopFix(stop)}, then run rollout again: nodes already rebooted have nothing staged and are skipped${cordoned.length > 0 ? `, and a node it drains again is uncordoned once back and healthy. To put a node back into service without its reboot: ${uncordonCommands(cordoned, request.env)}` : ""}`,
+          fix: `${stopFix(stop)}, then run rollout again: nodes already rebooted have nothing staged and are skipped${cordoned.length > 0 ? `, and a node it drains again is uncordoned once back and Ready. To put a node back into service without its reboot: ${uncordonCommands(cordoned, request.env)}` : ""}`,
         },
         ExitCode.failed,
       );
@@ -279,13 +281,23 @@ function stopFix(stop: Stop): string {
     ? "Fix what blocks the eviction (kubectl get pdb -A; a pod without a controller, which kubectl drain never deletes without --force), or give it a larger --drain-timeout"
     : stop.step === "uncordon"
       ? "Fix the cause (kubectl get node)"
-      : `Fix the cause (talosctl -n ${stop.node.address} dmesg)`;
+      : stop.step === "node ready"
+        ? `Fix the cause (kubectl describe node ${kubernetesNodeName(stop.node)}; talosctl -n ${stop.node.address} service kubelet)`
+        : `Fix the cause (talosctl -n ${stop.node.address} dmesg)`;
 }
 
 interface Stop {
   readonly node: ClusterNode;
   readonly step:
-    "interrupted" | "quorum" | "drain" | "reboot" | "come back" | "config" | "health" | "uncordon";
+    | "interrupted"
+    | "quorum"
+    | "drain"
+    | "reboot"
+    | "come back"
+    | "config"
+    | "node ready"
+    | "uncordon"
+    | "health";
   readonly reason: string;
   /** Nodes this batch cordoned that are still cordoned. */
   readonly cordoned: readonly ClusterNode[];
@@ -405,20 +417,57 @@ async function rebootBatch(
       };
     }
   }
-  const health = await healthGate(client, cluster, timeouts.healthMs, batch[0]);
-  if (!health.ok) {
-    return { node: batch[batch.length - 1], step: "health", reason: health.reason, cordoned };
-  }
-  out(`${batch.map((n) => n.name).join(", ")}: running the staged config; ${health.detail}`);
+  // Uncordoned before the health gate: Talos' health check waits for every node to be schedulable,
+  // so a cordoned node would fail it until its timeout.
   if (drain) {
     for (const [i, node] of batch.entries()) {
+      const ready = await waitForKubernetesReady(ctx, drain.drainer, node, timeouts);
+      if (!ready.ok) {
+        return { node, step: "node ready", reason: ready.reason, cordoned: batch.slice(i) };
+      }
       try {
         await drain.drainer.uncordon(kubernetesNodeName(node));
       } catch (error) {
         return { node, step: "uncordon", reason: reasonOf(error), cordoned: batch.slice(i) };
       }
     }
-    out(`${batch.map((n) => n.name).join(", ")}: uncordoned`);
+    out(`${batch.map((n) => n.name).join(", ")}: Ready in Kubernetes; uncordoned`);
   }
+  const health = await healthGate(client, cluster, timeouts.healthMs, batch[0]);
+  if (!health.ok) {
+    return { node: batch[batch.length - 1], step: "health", reason: health.reason, cordoned: [] };
+  }
+  out(`${batch.map((n) => n.name).join(", ")}: running the staged config; ${health.detail}`);
   return undefined;
+}
+
+/**
+ * Waits (at most timeouts.nodeMs, asking every timeouts.pollMs) until the node's Kubernetes node
+ * reports Ready, as talosctl's nodedrain.WaitForNodeReady does: errors while the API server comes
+ * back count as not yet Ready.
+ */
+async function waitForKubernetesReady(
+  ctx: CliContext,
+  drainer: NodeDrainer,
+  node: ClusterNode,
+  timeouts: RolloutTimeouts,
+): Promise<{ ok: true } | { ok: false; reason: string }> {
+  const clock = dayTwoDeps(ctx).clock;
+  const start = clock.now();
+  let last = "its Ready condition is not True";
+  for (;;) {
+    try {
+      if (await drainer.ready(kubernetesNodeName(node))) return { ok: true };
+      last = "its Ready condition is not True";
+    } catch (error) {
+      last = reasonOf(error);
+    }
+    if (clock.now() - start >= timeouts.nodeMs) {
+      return {
+        ok: false,
+        reason: `its Kubernetes node ${kubernetesNodeName(node)} did not report Ready within ${formatDuration(timeouts.nodeMs)} (last: ${last})`,
+      };
+    }
+    await clock.sleep(timeouts.pollMs);
+  }
 }

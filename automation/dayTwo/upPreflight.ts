@@ -7,6 +7,7 @@ import type { CliContext } from "../context";
 import { formatProblem } from "../errors";
 import type { StackFile } from "../layers";
 import type { StackOperations, StateResource } from "../workspace";
+import { bootstrapHistory } from "../../components/talos/bootstrapRecord";
 import { parseVersion, compareMinor, minorOf } from "../../components/talos/versions";
 import { type DeployedCluster, deployedCluster, readStackCluster } from "./cluster";
 import { dayTwoDeps } from "./deps";
@@ -37,9 +38,12 @@ export interface UpPreflightInput {
  * until it succeeds; Talos accepts that on any control plane whose etcd data folder is empty, such as
  * a replacement of the first one, which would then start a second, empty etcd cluster. So once the
  * cluster was bootstrapped, `up` must never create that resource again. The stack's outputs record
- * that it was: `kubeconfig` is fetched only after the bootstrap (its resource depends on it) and the
- * outputs of the last `up` stay in the state when resources are deleted from it. The check applies
- * while the cluster's machine secrets are in the state (without them `up` builds a new cluster).
+ * that it was, by the rule the program's own guard applies (components/talos/bootstrapRecord.ts: the
+ * `etcdBootstrap` output, or for stacks last deployed before it a `kubeconfig`), and the outputs of
+ * the last `up` stay in the state when resources are deleted from it. The program refuses such a
+ * create itself, when the engine gets to it; this check says so before anything changes, together
+ * with every other problem. It applies while the cluster's machine secrets are in the state (without
+ * them `up` builds a new cluster).
  */
 export function bootstrapOnce(
   stackFile: StackFile,
@@ -47,9 +51,10 @@ export function bootstrapOnce(
   deployed: OutputMap | undefined,
 ): CheckResult {
   const has = (type: string) => resources.some((r) => r.type === type);
-  const kubeconfig = deployed?.kubeconfig?.value;
-  const bootstrapped = typeof kubeconfig === "string" && kubeconfig !== "";
-  if (!has(SECRETS_TYPE) || !bootstrapped) {
+  const history = bootstrapHistory(
+    Object.fromEntries(Object.entries(deployed ?? {}).map(([key, output]) => [key, output.value])),
+  );
+  if (!has(SECRETS_TYPE) || !history.bootstrapped) {
     return { id: "bootstrap-once", status: "ok", detail: "a new cluster: up bootstraps etcd once" };
   }
   if (has(BOOTSTRAP_TYPE)) {
@@ -68,7 +73,7 @@ export function bootstrapOnce(
     status: "failed",
     detail: formatProblem({
       what: "etcd bootstrap",
-      problem: `the state has lost the cluster's ${BOOTSTRAP_TYPE} resource although etcd was bootstrapped (the stack has a kubeconfig output), so up would bootstrap etcd again`,
+      problem: `the state has lost the cluster's ${BOOTSTRAP_TYPE} resource although etcd was bootstrapped (${history.evidence}), so up would bootstrap etcd again`,
       got: `${typeof first === "string" ? first : "the first control plane"} would be bootstrapped: a second, empty etcd beside the running one`,
       fix: "Put the Bootstrap back into the state before any up: import the state export taken before the change (pulumi stack import --file <export>), then remove the lost node's resources the way docs/runbooks/lost-proxmox-host.md step 6 shows, which keeps it",
     }),

@@ -3,6 +3,8 @@ import * as talos from "@pulumiverse/talos";
 import type { ClusterSpec, NodeSpec } from "../config/types";
 import { MachineFactory, PlatformSettings } from "../nodes/factory";
 import type { OnDestroyAction, TalosMachine } from "../nodes/machine";
+import { BootstrapGuard } from "./bootstrapGuard";
+import type { EtcdBootstrapRecord } from "./bootstrapRecord";
 import { clientCredentials, ClientCredentials, machineSecretsInput } from "./credentials";
 import { ImageCatalog } from "./imageFactory";
 import { ConfigDocument, machinePatches } from "./patches";
@@ -63,6 +65,11 @@ export class TalosCluster extends pulumi.ComponentResource {
   public readonly installerImages: pulumi.Output<Record<string, string>>;
   /** The health check's result; undefined on previews or when disabled. */
   public readonly health?: pulumi.Output<talos.cluster.GetHealthResult>;
+  /**
+   * Recorded once etcd is bootstrapped (the cluster's Talos CA fingerprint): the stack output that keeps
+   * later runs from bootstrapping it again.
+   */
+  public readonly etcdBootstrap: pulumi.Output<EtcdBootstrapRecord | undefined>;
   /** The machine secrets resource (protected). */
   public readonly secrets: talos.machine.Secrets;
   /** The key the API server signs service-account tokens with (secret; Workload Identity uses its public half). */
@@ -156,8 +163,17 @@ export class TalosCluster extends pulumi.ComponentResource {
 
     // Exactly once, on the first control plane, after its config is in place. Bootstrapping a
     // bootstrapped node hangs until timeout, so later changes (say, that node being replaced) are ignored.
+    // The engine creates it again when the state lost it or its URN changed; the guard's hook refuses
+    // that once the stack's outputs record the bootstrap (bootstrapGuard.ts). Its URN is pinned by a
+    // test: a rename or a new parent needs an alias to the old one.
+    const bootstrapName = `${name}-bootstrap`;
+    const guard = new BootstrapGuard(
+      name,
+      { resource: bootstrapName, node: first.node.name, caCertificate: client.caCertificate },
+      this,
+    );
     const bootstrap = new talos.machine.Bootstrap(
-      `${name}-bootstrap`,
+      bootstrapName,
       {
         node: first.machine.talosAddress,
         clientConfiguration: client,
@@ -167,8 +183,10 @@ export class TalosCluster extends pulumi.ComponentResource {
         parent: this,
         dependsOn: [configured(first)],
         ignoreChanges: ["node", "endpoint", "clientConfiguration", "timeouts"],
+        hooks: { beforeCreate: [guard.hook] },
       },
     );
+    this.etcdBootstrap = guard.record(bootstrap);
 
     const cpAddresses = controlPlanes.map((m) => m.machine.talosAddress);
     const workerAddresses = workers.map((m) => m.machine.talosAddress);
@@ -256,6 +274,7 @@ export class TalosCluster extends pulumi.ComponentResource {
       configHashes: this.configHashes,
       machineConfigurations: this.machineConfigurations,
       installerImages: this.installerImages,
+      etcdBootstrap: this.etcdBootstrap,
       health: this.health,
     });
   }

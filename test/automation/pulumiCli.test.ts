@@ -71,7 +71,7 @@ describe("finding the Pulumi CLI", () => {
     const empty = fs.mkdtempSync(path.join(os.tmpdir(), "no-pulumi-"));
     try {
       const source: PulumiCommandSource<PulumiCommand> = {
-        get: (opts) => PulumiCommand.get({ root: opts?.root ?? empty }),
+        get: (opts) => PulumiCommand.get({ ...opts, root: opts.root ?? empty }),
         install: () => Promise.reject(new Error("not in tests")),
       };
       const error = await rejection(
@@ -84,6 +84,29 @@ describe("finding the Pulumi CLI", () => {
       );
     } finally {
       fs.rmSync(empty, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses a CLI older than the programs need (resource hooks), as the real Automation API checks it", async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "old-pulumi-"));
+    try {
+      fs.mkdirSync(path.join(root, "bin"));
+      fs.writeFileSync(path.join(root, "bin", "pulumi"), "#!/bin/sh\necho v3.181.0\n", {
+        mode: 0o755,
+      });
+      const source: PulumiCommandSource<PulumiCommand> = {
+        // Both lookups go to the old CLI, as if it were on PATH.
+        get: (opts) => PulumiCommand.get({ ...opts, root }),
+        install: () => Promise.reject(new Error("not in tests")),
+      };
+      const error = await rejection(
+        resolvePulumiCommand({ source, install: false, homeDir: root }),
+      );
+      assert.equal(error.exitCode, ExitCode.missingCli);
+      assert.match(error.message, /^Pulumi CLI: cannot be used with @pulumi\/pulumi /);
+      assert.match(error.message, /3\.181\.0.*3\.182\.0|3\.182\.0.*3\.181\.0/);
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
     }
   });
 

@@ -2,7 +2,8 @@ import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { runCli } from "../../automation/cli";
-import { PULUMI_CLI_MINIMUM, probePulumiCli } from "../../automation/cliProbe";
+import semverGte from "semver/functions/gte";
+import { PROGRAM_CLI_MINIMUM, PULUMI_CLI_MINIMUM, probePulumiCli } from "../../automation/cliProbe";
 import { ExitCode } from "../../automation/errors";
 import { missingCliError } from "../../automation/pulumiCli";
 import { configProblems } from "../../automation/stackValidation";
@@ -228,7 +229,12 @@ describe("finding the Pulumi CLI without the Automation API", () => {
     assert.equal(old.ok, false);
     assert.match(
       !old.ok ? old.problem : "",
-      /is version 2\.25\.0; @pulumi\/pulumi .* needs 3\.x, at least 3\.2\.0-alpha/,
+      /is version 2\.25\.0; the programs need 3\.x, at least 3\.182\.0 \(resource hooks\)/,
+    );
+    const preHooks = probePulumiCli({ PATH: fakeTools({ pulumi: "v3.181.0" }), HOME: home });
+    assert.match(
+      !preHooks.ok ? preHooks.problem : "",
+      /is version 3\.181\.0; .* at least 3\.182\.0/,
     );
     const installed = path.join(home, ".pulumi", "versions");
     fs.mkdirSync(installed, { recursive: true });
@@ -241,6 +247,8 @@ describe("finding the Pulumi CLI without the Automation API", () => {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { minimumVersion } = require("@pulumi/pulumi/automation/minimumVersion");
     assert.equal(PULUMI_CLI_MINIMUM.version, minimumVersion.version);
+    // The programs' own minimum is never below it, so the probe is as strict as the engine's run.
+    assert.ok(semverGte(PROGRAM_CLI_MINIMUM, minimumVersion));
   });
 });
 

@@ -5,7 +5,36 @@ import { runCli } from "../../automation/cli";
 import { listSnapshots, pruneSnapshots, snapshotHasHash, timestamp } from "../../automation/dayTwo";
 import { ExitCode } from "../../automation/errors";
 import { cleanupRepos } from "../automation/helpers";
+import { FakeTalos } from "./fakeTalos";
 import { dayTwoFixture } from "./helpers";
+
+/**
+ * A cluster whose wiped control plane does what Talos' etcd service does when it boots with an
+ * empty data folder (addMember): while the members that still hold their data form a quorum, it
+ * rejoins them as a new member (Running) instead of waiting for a bootstrap (Preparing).
+ */
+class RejoiningTalos extends FakeTalos {
+  private readonly wiping = new Set<string>();
+  readonly failWipe = new Set<string>();
+
+  async wipeEphemeral(node: string): Promise<void> {
+    const n = this.node(node);
+    this.log.push(`wipe ${n.name}`);
+    this.wiping.add(n.name);
+    // The reset and reboot take a while: the call returns once the node is back.
+    await new Promise((resolve) => setImmediate(resolve));
+    this.wiping.delete(n.name);
+    if (this.failWipe.has(n.name)) throw new Error(`rpc error: reset failed on ${n.name}`);
+    const cps = this.nodes.filter((x) => x.role === "controlplane");
+    const holding = cps.filter(
+      (x) => x !== n && !this.wiping.has(x.name) && x.etcd?.state !== "Preparing",
+    );
+    n.etcd =
+      holding.length >= Math.floor(cps.length / 2) + 1
+        ? { state: "Running", health: "OK" }
+        : { state: "Preparing", health: "?" };
+  }
+}
 
 const store = (root: string) => path.join(root, ".pulumi-state", "etcd-snapshots", "staging");
 
@@ -218,6 +247,52 @@ describe("etcd restore", () => {
       ),
       ExitCode.ok,
     );
+  });
+
+  it("wipes the control planes all at once, so a drill on a healthy cluster reaches Preparing everywhere (one at a time, each would rejoin the others)", async () => {
+    let talos!: RejoiningTalos;
+    const f = dayTwoFixture({
+      fake: (nodes, clock) => (talos = new RejoiningTalos(nodes, clock)),
+    });
+    fs.writeFileSync(path.join(f.root, "db.snapshot"), Buffer.alloc(544));
+    assert.equal(
+      await runCli(
+        ["etcd", "restore", "staging", "--from", "db.snapshot", "--yes", "--allow-healthy"],
+        f.ctx,
+      ),
+      ExitCode.ok,
+      f.ctx.stderr.text,
+    );
+    assert.deepEqual(
+      talos.log.filter((l) => /^(wipe|bootstrap)/.test(l)),
+      [
+        "wipe cp-1",
+        "wipe cp-2",
+        "wipe cp-3",
+        "bootstrap cp-1 --recover-from=" + path.join(f.root, "db.snapshot"),
+      ],
+    );
+  });
+
+  it("names every control plane whose wipe failed and those wiped, bootstrapping nothing", async () => {
+    let talos!: RejoiningTalos;
+    const f = dayTwoFixture({
+      fake: (nodes, clock) => (talos = new RejoiningTalos(nodes, clock)),
+    });
+    talos.failWipe.add("cp-2");
+    fs.writeFileSync(path.join(f.root, "db.snapshot"), Buffer.alloc(544));
+    assert.equal(
+      await runCli(
+        ["etcd", "restore", "staging", "--from", "db.snapshot", "--yes", "--allow-healthy"],
+        f.ctx,
+      ),
+      ExitCode.failed,
+    );
+    assert.match(
+      f.ctx.stderr.text,
+      /wiping cp-2 failed; got "cp-2: rpc error: reset failed on cp-2"\. Wiped: cp-1, cp-3\./,
+    );
+    assert.ok(!talos.log.some((l) => l.startsWith("bootstrap")));
   });
 
   it("refuses when a control plane does not answer (recreate it first), touching nothing", async () => {

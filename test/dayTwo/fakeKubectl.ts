@@ -1,7 +1,7 @@
 // A kubectl that keeps a cluster's cordon state, so a test can run the real KubectlDrainer (its
 // argument lists) through rollout. It writes each call into a log shared with the fake Talos
 // cluster (`cordon w-1`, `drain w-1`, `uncordon w-1`), so a test sees drains and reboots in one
-// order, and it records the --kubeconfig file as it found it at call time (mode, content).
+// order (`ready w-1` for a Ready query), and it records the --kubeconfig file as it found it at call time (mode, content).
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { CommandResult, CommandRunner } from "../../automation/dayTwo/talosctl";
@@ -30,6 +30,8 @@ export interface FakeKubectl {
   readonly drainFails: Set<string>;
   /** Nodes whose uncordon fails. */
   readonly uncordonFails: Set<string>;
+  /** Nodes whose kubelet never reports Ready (their Node's Ready condition stays Unknown). */
+  readonly notReady: Set<string>;
   /** kubectl is not installed: starting it fails with ENOENT. */
   missing: boolean;
 }
@@ -41,6 +43,7 @@ export function fakeKubectl(log: string[]): FakeKubectl {
     cordoned: new Set(),
     drainFails: new Set(),
     uncordonFails: new Set(),
+    notReady: new Set(),
     missing: false,
     run: async (command, args, options) => {
       if (state.missing) {
@@ -77,6 +80,12 @@ export function fakeKubectl(log: string[]): FakeKubectl {
   function answer(args: readonly string[]): CommandResult {
     const [verb, node] = args;
     if (verb === "version") return ok("Client Version: v1.36.3\nKustomize Version: v5.7.1\n");
+    if (verb === "get" && node === "node") {
+      // `get node <name> -o jsonpath={…Ready…status}`: the Ready condition's status alone.
+      const name = args[2];
+      log.push(`ready ${name}`);
+      return ok(state.notReady.has(name) ? "Unknown" : "True");
+    }
     log.push(`${verb} ${node}`);
     switch (verb) {
       case "cordon":

@@ -18,10 +18,20 @@ class StagingTalos extends FakeTalos implements RolloutClient {
   /** Nodes that come back from a reboot without their staged config (it failed to apply). */
   readonly keepsOld = new Set<string>();
   readonly healthChecks: HealthCheck[] = [];
+  /** The Kubernetes nodes marked unschedulable now (the fake kubectl's cordons). */
+  unschedulable: () => string[] = () => [];
 
   async health(check: HealthCheck): Promise<void> {
     this.healthChecks.push(check);
-    return super.health(check);
+    await super.health(check);
+    // Talos' DefaultClusterChecks include K8sAllNodesSchedulableAssertion: a cordoned node fails
+    // the whole check until the wait ends.
+    const cordoned = this.unschedulable();
+    if (cordoned.length > 0) {
+      throw new Error(
+        `waiting for all k8s nodes to report schedulable: some nodes are not schedulable: [${cordoned.join(" ")}]`,
+      );
+    }
   }
 
   stage(name: string, sysctl: string): void {
@@ -61,6 +71,7 @@ function fixture(stack?: string, outputs?: ReturnType<typeof foundationOutputs>)
     },
   });
   const kubectl = fakeKubectl(fake.log);
+  fake.unschedulable = () => [...kubectl.cordoned];
   const ctx: RolloutContext = Object.assign(f.ctx, {
     rolloutTalos: () => fake,
     rolloutKubectl: kubectl.run,
@@ -211,7 +222,7 @@ describe("rollout: draining each node before its reboot", () => {
     return index;
   };
 
-  it("cordons and drains each node before its reboot, and uncordons it only after the cluster is healthy again, before the next node", async () => {
+  it("cordons and drains each node before its reboot, and uncordons it once back and Ready in Kubernetes, before the health gate and the next node", async () => {
     const { f, fake, ctx, kubectl } = fixture();
     for (const node of ["cp-1", "cp-2", "w-2"]) fake.stage(node, "vm.swappiness: 1");
     assert.equal(await runCli(["rollout", "staging"], ctx), ExitCode.ok, f.ctx.stdout.text);
@@ -222,11 +233,15 @@ describe("rollout: draining each node before its reboot", () => {
       const reboot = at(log, `reboot ${node}`);
       assert.ok(at(log, `cordon ${node}`) < at(log, `drain ${node}`));
       assert.ok(at(log, `drain ${node}`) < reboot, `${node} drained before its reboot`);
+      const ready = log.indexOf(`ready ${node}`, reboot);
       const uncordon = at(log, `uncordon ${node}`);
+      assert.ok(ready > reboot && ready < uncordon, `${node} Ready before its uncordon`);
+      // Talos' health check fails while a node is unschedulable: the uncordon comes first.
       const healthAfter = log.findIndex((l, index) => index > reboot && l.startsWith("health"));
-      assert.ok(healthAfter > reboot && healthAfter < uncordon, `${node} uncordoned after health`);
+      assert.ok(uncordon < healthAfter, `${node} uncordoned before the health gate`);
       const next = order[i + 1];
-      if (next) assert.ok(uncordon < at(log, `cordon ${next}`), `${node} back before ${next}`);
+      if (next)
+        assert.ok(healthAfter < at(log, `cordon ${next}`), `${node} healthy before ${next}`);
     }
     // Nodes with nothing staged are never touched; every drained node is schedulable again.
     assert.ok(!log.some((l) => /^(cordon|drain|uncordon) (cp-3|w-1|w-3)$/.test(l)));
@@ -258,9 +273,13 @@ describe("rollout: draining each node before its reboot", () => {
       (l, i) => i > at(log, "reboot w-2") && l.startsWith("health"),
     );
     for (const node of ["w-1", "w-2"]) {
-      assert.ok(at(log, `uncordon ${node}`) > batchHealth);
-      assert.ok(at(log, `uncordon ${node}`) < at(log, "cordon w-3"));
+      assert.ok(
+        at(log, `uncordon ${node}`) > at(log, "reboot w-2"),
+        "after the whole batch is back",
+      );
+      assert.ok(at(log, `uncordon ${node}`) < batchHealth);
     }
+    assert.ok(batchHealth < at(log, "cordon w-3"));
     assert.ok(at(log, "drain w-3") < at(log, "reboot w-3"));
     assert.match(f.ctx.stdout.text, /w-1: draining \(kubectl drain .*up to 1m30s\)/);
   });
@@ -317,6 +336,26 @@ describe("rollout: draining each node before its reboot", () => {
     assert.match(f.ctx.stdout.text, /stopped at cp-1 \(config\)/);
     assert.match(f.ctx.stdout.text, /cordoned: {4}cp-1/);
     assert.ok(!fake.log.includes("cordon cp-2"));
+  });
+
+  it("waits for a rebooted node to report Ready before its uncordon, and stops there, leaving it cordoned, when it never does", async () => {
+    const { f, fake, ctx, kubectl } = fixture();
+    for (const node of ["w-1", "w-2"]) fake.stage(node, "vm.swappiness: 1");
+    kubectl.notReady.add("w-1");
+    assert.equal(await runCli(["rollout", "staging"], ctx), ExitCode.failed, f.ctx.stdout.text);
+    assert.deepEqual(rebooted(fake), ["w-1"]);
+    assert.ok(fake.callsOf("ready").length > 1, "asked again until the wait ended");
+    assert.ok(!fake.log.includes("uncordon w-1"));
+    assert.deepEqual([...kubectl.cordoned], ["w-1"]);
+    assert.match(f.ctx.stdout.text, /stopped at w-1 \(node ready\)/);
+    assert.match(
+      f.ctx.stdout.text,
+      /its Kubernetes node w-1 did not report Ready within 15m0s \(last: its Ready condition is not True\)/,
+    );
+    assert.match(f.ctx.stdout.text, /rebooted: {4}w-1\n/);
+    assert.match(f.ctx.stdout.text, /cordoned: {4}w-1 /);
+    assert.match(f.ctx.stderr.text, /kubectl describe node w-1/);
+    assert.ok(!fake.log.some((l) => /^(cordon|drain|reboot) w-2$/.test(l)));
   });
 
   it("stops when a healthy node cannot be uncordoned, naming it as rebooted but still cordoned", async () => {

@@ -215,6 +215,24 @@ describe("up never bootstraps etcd a second time", () => {
     );
   });
 
+  it("reads the bootstrap by the program's own rule: the etcdBootstrap output says so without a kubeconfig", async () => {
+    const outputs = foundationOutputs();
+    delete (outputs as Record<string, unknown>).kubeconfig;
+    const f = dayTwoFixture({
+      outputs: {
+        ...outputs,
+        etcdBootstrap: { value: { talosCaSha256: "0".repeat(64) }, secret: false },
+      },
+    });
+    f.ctx.workspaces.state = deployedState({ bootstrap: false });
+    assert.equal(await runCli(["up", "staging"], f.ctx), ExitCode.refused);
+    assert.deepEqual(engineRuns(f), [], "the engine never ran");
+    assert.match(
+      f.ctx.stderr.text,
+      /etcd bootstrap: the state has lost the cluster's talos:machine\/bootstrap:Bootstrap resource although etcd was bootstrapped \(the stack has an etcdBootstrap output\), so up would bootstrap etcd again; got cp-1 would be bootstrapped/,
+    );
+  });
+
   it("reports it together with every other refusal", async () => {
     const f = dayTwoFixture({ stack: stackYaml("v1.14.1") });
     f.ctx.workspaces.state = deployedState({ bootstrap: false });

@@ -5,10 +5,15 @@
 //   1. up: every config applied over the Talos API (maintenance mode insecure, then mTLS with the
 //      cluster's client certificate), etcd bootstrapped once, the kubeconfig fetched;
 //   2. kubeconfig and talosconfig exported, and both work against the nodes;
-//   3. a config change that needs a reboot: up stages it, rollout reboots the nodes in order;
+//   3. a config change that needs a reboot: up stages it, rollout drains (kubectl, against the
+//      emulated Kubernetes API) and reboots the nodes in order, uncordoning each once Ready;
 //   4. upgrade talos with a fault at the second control plane: the roll stops, nothing further is
 //      touched; --resume finishes it and bumps the stack file;
-//   5. etcd snapshot;
+//   5. etcd snapshot, then etcd restore from it after two of the three control planes lost their
+//      etcd data at once (quorum lost): the last one wiped, the first bootstrapped from the
+//      snapshot, the others rejoining;
+//   5b. replace-node of a control plane that no longer answers: its etcd member is removed through
+//      another one; the repaired machine, its etcd data wiped, joins etcd again by itself;
 //   6. drift: clean, then a node changed behind the program's back is reported;
 //   7. destroy: every node reset to maintenance mode (bare metal).
 // The emulator's delays are real but short; every CLI wait is bounded by its flags.
@@ -44,6 +49,13 @@ const NODES = [
 const WAITS = ["--upgrade-timeout", "2m", "--node-timeout", "2m", "--health-timeout", "1m"];
 /** A change Talos can only apply with a reboot (so `up` stages it). */
 const UDEV_RULE = 'SUBSYSTEM=="drm", GROUP="44"';
+
+/** kubectl as the operator runs it (KUBECTL, else the one on PATH), against the cluster's kubeconfig. */
+function kubectl(kubeconfig: string, args: string[]) {
+  return spawnRunner(process.env.KUBECTL ?? "kubectl", [...args, "--kubeconfig", kubeconfig], {
+    timeoutMs: 60_000,
+  });
+}
 
 function explain(run: CliRun): string {
   return `exit ${run.code}\n--- stdout\n${run.stdout}\n--- stderr\n${run.stderr}`;
@@ -149,6 +161,20 @@ describe("the engine tier: the lifecycle on five emulated Talos nodes", function
   });
 
   const cli = (argv: string[]) => sandbox.cli(argv, env);
+  const kubeconfigFile = () => path.join(sandbox.dir, "lifecycle.kubeconfig");
+  const kubeNodes = async () =>
+    (
+      (await kubeGet(
+        parse(fs.readFileSync(kubeconfigFile(), "utf8")) as Kubeconfig,
+        "/api/v1/nodes",
+      )) as {
+        items: {
+          metadata: { name: string };
+          spec: { unschedulable?: boolean };
+          status: { conditions: { type: string; status: string }[] };
+        }[];
+      }
+    ).items;
   const versions = async () =>
     Object.fromEntries((await emulator.status()).map((n) => [n.name, n.version]));
 
@@ -295,11 +321,28 @@ describe("the engine tier: the lifecycle on five emulated Talos nodes", function
       assert.deepEqual(applyModes, Object.fromEntries(NODES.map((n) => [n.name, "staged"])));
     });
 
-    it("rollout reboots control planes one at a time, then workers, into the staged config", async () => {
+    it("rollout drains and reboots control planes one at a time, then workers, into the staged config", async () => {
       const before = await emulator.status();
-      // --no-drain: the drain's kubectl calls are the unit tier's (test/dayTwo/rollout.test.ts).
-      const run = await cli(["rollout", STACK, "--no-drain"]);
+      // kubectl (KUBECTL, else PATH) against the emulated Kubernetes API.
+      const run = await cli(["rollout", STACK, "--drain-timeout", "1m"]);
       assert.equal(run.code, ExitCode.ok, explain(run));
+      for (const node of NODES) {
+        assert.match(run.stdout, new RegExp(`^${node.name}: draining \\(kubectl drain`, "m"));
+        assert.match(run.stdout, new RegExp(`^${node.name}: drained$`, "m"));
+        assert.match(
+          run.stdout,
+          new RegExp(`^${node.name}: Ready in Kubernetes; uncordoned$`, "m"),
+        );
+      }
+      // Every node is schedulable and Ready again.
+      for (const node of await kubeNodes()) {
+        assert.ok(!node.spec.unschedulable, `${node.metadata.name} uncordoned`);
+        assert.equal(
+          node.status.conditions.find((c) => c.type === "Ready")?.status,
+          "True",
+          node.metadata.name,
+        );
+      }
       // Each node is rebooted, back on its staged config and the cluster healthy before the next.
       const steps = [...run.stdout.matchAll(/^(\S+?)(?: \([\d.]+\))?: (rebooting|running)/gm)].map(
         (m) => `${m[1]} ${m[2]}`,
@@ -353,15 +396,177 @@ describe("the engine tier: the lifecycle on five emulated Talos nodes", function
     });
   });
 
-  describe("5. etcd snapshot", () => {
+  describe("5. etcd snapshot and restore", () => {
+    let snapshot = "";
+    let atSnapshot: { keys: number };
+
     it("streams a snapshot into a 0600 file", async () => {
       const run = await cli(["etcd", "snapshot", STACK]);
       assert.equal(run.code, ExitCode.ok, explain(run));
+      const [cluster] = await emulator.clusters();
+      atSnapshot = { keys: cluster.keys };
       const file = run.stdout.split("\n")[0].trim();
       assert.ok(file.endsWith(".snapshot"), run.stdout);
       const stat = fs.statSync(file);
       assert.equal(stat.mode & 0o777, 0o600);
       assert.equal(stat.size % 512, 32, "a talosctl snapshot with its SHA-256 trailer");
+      snapshot = file;
+    });
+
+    it("restores it after quorum is lost: every control plane back in etcd, the data as the snapshot held it", async () => {
+      // Writes after the snapshot, which the restore must undo: both CoreDNS pods deleted.
+      const dns = await kubectl(kubeconfigFile(), [
+        "get",
+        "pods",
+        "-n",
+        "kube-system",
+        "-l",
+        "k8s-app=kube-dns",
+        "-o",
+        "name",
+      ]);
+      assert.equal(dns.code, 0, dns.stderr);
+      const pods = dns.stdout.trim().split("\n");
+      assert.equal(pods.length, 2, dns.stdout);
+      const deleted = await kubectl(kubeconfigFile(), [
+        "delete",
+        "-n",
+        "kube-system",
+        "--wait=false",
+        ...pods,
+      ]);
+      assert.equal(deleted.code, 0, deleted.stderr);
+      const [written] = await emulator.clusters();
+      assert.equal(written.keys, atSnapshot.keys + 2, "the deletions were written to etcd");
+      const members = written.members.map((m) => m.id);
+
+      // The disaster: cp-2 and cp-3 lose their etcd data at the same time (EPHEMERAL wiped by
+      // talosctl, as a disk loss would): they come back waiting for a quorum that is gone. (Wiped
+      // one at a time, each would rejoin the other two: Talos re-adds an empty member while etcd
+      // has quorum.)
+      const talosconfig = path.join(sandbox.dir, "lifecycle.talosconfig");
+      const wipes = await Promise.all(
+        ["12", "13"].map((host) =>
+          spawnRunner(
+            emulatorTools.talosctl,
+            [
+              "--talosconfig",
+              talosconfig,
+              "--nodes",
+              `${SUBNET}.${host}`,
+              "reset",
+              "--graceful=false",
+              "--reboot",
+              "--system-labels-to-wipe=EPHEMERAL",
+            ],
+            { timeoutMs: 180_000 },
+          ),
+        ),
+      );
+      for (const wipe of wipes) assert.equal(wipe.code, 0, wipe.stderr);
+
+      const run = await cli([
+        "etcd",
+        "restore",
+        STACK,
+        "--from",
+        snapshot,
+        "--yes",
+        "--wait-timeout",
+        "2m",
+      ]);
+      assert.equal(run.code, ExitCode.ok, explain(run));
+      assert.match(run.stdout, /etcd now: cp-1 Running\/\S+, cp-2 Preparing\S*, cp-3 Preparing/);
+      assert.match(
+        run.stdout,
+        /Step 1 of 3: wipe the EPHEMERAL partition \(etcd data\) of cp-1 and/,
+      );
+      assert.match(run.stdout, /^ {2}cp-1: talosctl bootstrap --recover-from=\S+\.snapshot$/m);
+      assert.match(run.stdout, /etcd restore lifecycle: done; 3 members, cluster healthy/);
+
+      // etcd: bootstrapped again from the snapshot on cp-1, every control plane a voting member
+      // (new members: the old ones went with the wiped data), holding what the snapshot held.
+      const [cluster] = await emulator.clusters();
+      assert.ok(cluster.bootstrapped);
+      assert.deepEqual(cluster.members.map((m) => m.hostname).sort(), ["cp-1", "cp-2", "cp-3"]);
+      assert.ok(cluster.members.every((m) => !m.learner && !members.includes(m.id)));
+      // The snapshot's keys (the deletions are gone) plus the emulator's marker of the recovery.
+      assert.equal(cluster.keys, atSnapshot.keys + 1);
+      // What an operator checks next: talosctl etcd members and the nodes in Kubernetes.
+      const listed = await spawnRunner(
+        emulatorTools.talosctl,
+        ["--talosconfig", talosconfig, "--nodes", `${SUBNET}.11`, "etcd", "members"],
+        { timeoutMs: 60_000 },
+      );
+      assert.equal(listed.code, 0, listed.stderr);
+      for (const cp of ["cp-1", "cp-2", "cp-3"]) assert.match(listed.stdout, new RegExp(cp));
+      assert.deepEqual(
+        (await kubeNodes()).map((n) => n.metadata.name).sort(),
+        NODES.map((n) => n.name),
+      );
+    });
+  });
+
+  describe("5b. replace-node of a control plane that no longer answers", () => {
+    it("removes its etcd member through another control plane and lists what is next", async () => {
+      await emulator.setFaults("cp-3", { down: true });
+      await waitFor("cp-3 off", async () => {
+        const status = await emulator.node("cp-3");
+        if (status.phase !== "off") throw new Error(status.phase);
+      });
+      const run = await cli(["replace-node", STACK, "cp-3", "--yes"]);
+      assert.equal(run.code, ExitCode.ok, explain(run));
+      assert.match(run.stdout, /cp-3 \(controlplane, 127\.15\.20\.13\): the node does not answer/);
+      assert.match(
+        run.stdout,
+        /cp-1 removes it \(talosctl -n 127\.15\.20\.11 etcd remove-member [0-9a-f]+\): yes \(--yes\)/,
+      );
+      assert.match(run.stdout, /etcd: cp-3 removed; 2 members remain/);
+      assert.match(run.stdout, /^next:\n {2}1\. kubectl delete node cp-3/m);
+      const [cluster] = await emulator.clusters();
+      assert.deepEqual(cluster.members.map((m) => m.hostname).sort(), ["cp-1", "cp-2"]);
+      // Still in the stack's state: replace-node changes no resource.
+      const outputs = await cli(["outputs", STACK, "--json"]);
+      assert.equal(outputs.code, ExitCode.ok, explain(outputs));
+      assert.ok("cp-3" in (JSON.parse(outputs.stdout) as { applyModes: object }).applyModes);
+    });
+
+    it("the repaired machine, its etcd data wiped, joins etcd again by itself; the cluster is healthy", async () => {
+      await emulator.setFaults("cp-3", {});
+      await waitFor("cp-3 running, its etcd refusing the removed member", async () => {
+        const status = await emulator.node("cp-3");
+        if (status.phase !== "running") throw new Error(status.phase);
+      });
+      const talosconfig = path.join(sandbox.dir, "lifecycle.talosconfig");
+      const wipe = await spawnRunner(
+        emulatorTools.talosctl,
+        [
+          "--talosconfig",
+          talosconfig,
+          "--nodes",
+          `${SUBNET}.13`,
+          "reset",
+          "--graceful=false",
+          "--reboot",
+          "--system-labels-to-wipe=EPHEMERAL",
+        ],
+        { timeoutMs: 180_000 },
+      );
+      assert.equal(wipe.code, 0, wipe.stderr);
+      const members = await waitFor(
+        "three voting members again",
+        async () => {
+          const [c] = await emulator.clusters();
+          if (c.members.length !== 3 || c.members.some((m) => m.learner)) {
+            throw new Error(JSON.stringify(c.members));
+          }
+          return c.members;
+        },
+        120_000,
+      );
+      assert.deepEqual(members.map((m) => m.hostname).sort(), ["cp-1", "cp-2", "cp-3"]);
+      const preflight = await cli(["preflight", STACK]);
+      assert.equal(preflight.code, ExitCode.ok, explain(preflight));
     });
   });
 
