@@ -6,11 +6,11 @@ import "./nodeVersion";
 import * as os from "node:os";
 import { REPO_ROOT } from "../components/repoRoot";
 import { stopChildGroups } from "./childGroups";
-import { runCli } from "./cli";
 import type { CliContext } from "./context";
 import { ExitCode } from "./errors";
 import { Interrupts, signalFromTerminal } from "./interrupts";
 import { processIsAlive } from "./processes";
+import { plainValidateRequest, runValidate } from "./quickValidate";
 import type { WorkspaceFactory } from "./workspace";
 
 /**
@@ -67,7 +67,15 @@ const interrupts = new Interrupts({
 process.on("SIGINT", () => interrupts.receive("SIGINT"));
 process.on("SIGTERM", () => interrupts.receive("SIGTERM"));
 
-runCli(process.argv.slice(2), systemContext(interrupts)).then(
+const argv = process.argv.slice(2);
+const ctx = systemContext(interrupts);
+// `validate` as usually typed needs no command-line parser (automation/quickValidate.ts); every other
+// command line loads commander and the command's definitions (automation/cli.ts).
+const plainValidate = plainValidateRequest(argv);
+const run = plainValidate
+  ? runValidate(ctx, plainValidate)
+  : import("./cli").then(({ runCli }) => runCli(argv, ctx));
+run.then(
   (code) => {
     // A run the operator stopped reports that, not the engine's failure to finish it.
     process.exitCode = code !== ExitCode.ok && interrupts.requested ? ExitCode.interrupted : code;

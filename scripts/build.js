@@ -18,7 +18,6 @@
 //   node scripts/build.js --check   exit 1 and say so when stale; build nothing
 //   node scripts/build.js --force   compile every file again
 "use strict";
-const crypto = require("node:crypto");
 const fs = require("node:fs");
 const path = require("node:path");
 
@@ -104,7 +103,8 @@ function statKey(file) {
 
 function contentHash(file) {
   try {
-    return crypto
+    // Loaded here: a fresh build, the usual case, hashes nothing (node:crypto takes a few ms to load).
+    return require("node:crypto")
       .createHash("sha256")
       .update(fs.readFileSync(path.join(ROOT, file)))
       .digest("hex");

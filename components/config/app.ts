@@ -9,7 +9,7 @@ import { REPO_ROOT } from "../repoRoot";
 import { checkPlainTextCredentials, checkTopLevelKeys, checkUrlCredential } from "./checks";
 import { CLI_KEYS } from "./keys";
 import { PARSE_OPTIONS } from "./messages";
-import { Problems, propertyNames } from "./problems";
+import { once, Problems, propertyNames } from "./problems";
 
 /** The app project's folder (policy and dashboard paths are relative to it). */
 export const APP_DIR = path.join(REPO_ROOT, "app");
@@ -247,7 +247,9 @@ export const APP_KEYS: readonly string[] = [
 ];
 
 /** Every key the app layer's sections know, for "did you mean". */
-const APP_SETTING_KEYS = [...propertyNames(z.toJSONSchema(appSchema, { unrepresentable: "any" }))];
+const appSettingKeys = once(() => [
+  ...propertyNames(z.toJSONSchema(appSchema, { unrepresentable: "any" })),
+]);
 
 const isMapping = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === "object" && !Array.isArray(value);
@@ -339,7 +341,7 @@ export function validateAppConfig(
   );
   const parsed = appSchema.safeParse(settings, PARSE_OPTIONS);
   if (!parsed.success) {
-    problems.addZodIssues([], settings, parsed.error.issues, APP_SETTING_KEYS, "docs/app-layer.md");
+    problems.addZodIssues([], settings, parsed.error.issues, appSettingKeys(), "docs/app-layer.md");
   }
   checkAppUrls(raw, problems);
 

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { checkPlainTextCredentials, checkTopLevelKeys } from "./checks";
 import { CLI_KEYS } from "./keys";
 import { PARSE_OPTIONS } from "./messages";
-import { Problems, propertyNames } from "./problems";
+import { once, Problems, propertyNames } from "./problems";
 import { gcpSchema } from "./schema";
 
 const kmsName = z
@@ -53,9 +53,9 @@ export interface BootstrapSpec {
 }
 
 /** Every key the bootstrap layer's sections know, for "did you mean". */
-const BOOTSTRAP_SETTING_KEYS = [
+const bootstrapSettingKeys = once(() => [
   ...propertyNames(z.toJSONSchema(bootstrapSchema, { unrepresentable: "any" })),
-];
+]);
 
 /** The bootstrap project's name, the namespace of its keys. */
 export const BOOTSTRAP_PROJECT = "talos-platform-bootstrap";
@@ -98,7 +98,7 @@ export function validateBootstrapConfig(
       [],
       settings,
       result.error.issues,
-      BOOTSTRAP_SETTING_KEYS,
+      bootstrapSettingKeys(),
       "docs/first-time.md",
     );
   }

@@ -80,6 +80,16 @@ export function propertyNames(schema: unknown, into: Set<string> = new Set()): S
   return into;
 }
 
+/**
+ * A list computed on first use and kept: the known-key lists come from converting whole schemas to
+ * JSON Schema, which costs more than checking a valid stack, and only a stack with an unknown key
+ * needs them (`validate` starts faster).
+ */
+export function once<T>(compute: () => readonly T[]): () => readonly T[] {
+  let value: readonly T[] | undefined;
+  return () => (value ??= compute());
+}
+
 /** Accumulates problems; nothing is thrown until every check has run. */
 export class Problems {
   private readonly list: string[] = [];

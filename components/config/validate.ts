@@ -15,7 +15,7 @@ import {
   FOUNDATION_SETTINGS_KEYS,
 } from "./keys";
 import { PARSE_OPTIONS } from "./messages";
-import { Problems, propertyNames } from "./problems";
+import { once, Problems, propertyNames } from "./problems";
 import { fqdn, IndexedNode, RuleInput, RULES } from "./rules";
 import {
   hostPrefix,
@@ -89,7 +89,8 @@ const PLATFORM_KEYS = ["proxmox", "oci", "openstack"] as const;
 /** Foundation service keys. */
 const SERVICE_KEYS = ["gcp", "openbao", "dns", "flux"] as const;
 
-const KNOWN_KEYS = [
+/** Every key the sections know, for "did you mean" (computed when a stack has an unknown key). */
+const knownKeys = once(() => [
   ...propertyNames(z.toJSONSchema(clusterSchema, { unrepresentable: "any" })),
   ...propertyNames(z.toJSONSchema(nodeSchema, { unrepresentable: "any" })),
   ...[
@@ -101,7 +102,7 @@ const KNOWN_KEYS = [
     dnsSchema,
     fluxSchema,
   ].flatMap((schema) => [...propertyNames(z.toJSONSchema(schema, { unrepresentable: "any" }))]),
-];
+]);
 
 function parse<T>(
   key: string,
@@ -111,7 +112,7 @@ function parse<T>(
 ): T | undefined {
   const result = schema.safeParse(raw, PARSE_OPTIONS);
   if (result.success) return result.data;
-  problems.addZodIssues([key], raw, result.error.issues, KNOWN_KEYS);
+  problems.addZodIssues([key], raw, result.error.issues, knownKeys());
   return undefined;
 }
 
@@ -156,7 +157,7 @@ export function validatePlatformConfig(raw: RawStackConfig, stackFile: string): 
   (rawNodes ?? []).forEach((value, index) => {
     const result = nodeSchema.safeParse(value, PARSE_OPTIONS);
     if (result.success) nodes.push({ index, node: result.data });
-    else problems.addZodIssues(["nodes", index], value, result.error.issues, KNOWN_KEYS);
+    else problems.addZodIssues(["nodes", index], value, result.error.issues, knownKeys());
   });
 
   const platformsGiven = new Set(PLATFORM_KEYS.filter((key) => raw[key] !== undefined));

@@ -309,21 +309,22 @@ export const talosPatches: Rule = ({ cluster, nodes, raw, rawNodes }, problems) 
   const talosVersion =
     cluster?.talosVersion ??
     (typeof rawCluster.talosVersion === "string" ? rawCluster.talosVersion : undefined);
-  const schema = schemaOf(talosVersion);
+  // The release's schema is read (a few hundred kB of JSON) only when there is a patch to check.
+  let schema: { value: TalosConfigSchema | undefined } | undefined;
+  const check = (path: KeyPath, patch: RawPatch) => {
+    schema ??= { value: schemaOf(talosVersion) };
+    checkTalosPatch(path, patch, schema.value, problems);
+  };
   const rawScopes = isMapping(rawCluster.patches) ? rawCluster.patches : {};
   for (const scope of ["all", "controlplane", "worker"] as const) {
     const list = cluster ? cluster.patches?.[scope] : patchesAt(rawScopes[scope]);
-    list?.forEach((patch, i) =>
-      checkTalosPatch(["cluster", "patches", scope, i], patch, schema, problems),
-    );
+    list?.forEach((patch, i) => check(["cluster", "patches", scope, i], patch));
   }
   const parsed = new Map(nodes.map(({ index, node }) => [index, node]));
   rawNodes.forEach((rawNode, index) => {
     const list = parsed.has(index)
       ? parsed.get(index)!.patches
       : patchesAt(isMapping(rawNode) ? rawNode.patches : undefined);
-    list?.forEach((patch, i) =>
-      checkTalosPatch(["nodes", index, "patches", i], patch, schema, problems),
-    );
+    list?.forEach((patch, i) => check(["nodes", index, "patches", i], patch));
   });
 };
