@@ -199,6 +199,15 @@ export class Recorder {
 
   /** Hooks the mock monitor so resource options and invoke plugin versions are recorded too. */
   install(): void {
+    // What registrations and reads (StackReferences) both carry.
+    const commonOptions = (req: any) => ({
+      additionalSecretOutputs: req.getAdditionalsecretoutputsList(),
+      dependencies: req.getDependenciesList(),
+      parent: req.getParent(),
+      provider: req.getProvider(),
+      version: req.getVersion(),
+      pluginDownloadURL: req.getPlugindownloadurl(),
+    });
     // eslint-disable-next-line @typescript-eslint/no-this-alias
     const recorder = this;
     const proto = MockMonitor.prototype as any;
@@ -213,14 +222,9 @@ export class Recorder {
     proto.registerResource = function (req: any, callback: (err: any, resp: any) => void) {
       recorder.inFlight++;
       recorder.pendingOptions.set(`${req.getType()}::${req.getName()}`, {
+        ...commonOptions(req),
         protect: req.getProtect?.() ?? false,
         ignoreChanges: req.getIgnorechangesList(),
-        additionalSecretOutputs: req.getAdditionalsecretoutputsList(),
-        dependencies: req.getDependenciesList(),
-        parent: req.getParent(),
-        provider: req.getProvider(),
-        version: req.getVersion(),
-        pluginDownloadURL: req.getPlugindownloadurl(),
         hooks: hookNames(req.getHooks?.()),
       });
       return original.registerResource.call(this, req, (err: any, resp: any) => {
@@ -233,14 +237,9 @@ export class Recorder {
     proto.readResource = function (req: any, callback: (err: any, resp: any) => void) {
       recorder.inFlight++;
       recorder.pendingOptions.set(`${req.getType()}::${req.getName()}`, {
+        ...commonOptions(req),
         protect: false,
         ignoreChanges: [],
-        additionalSecretOutputs: req.getAdditionalsecretoutputsList(),
-        dependencies: req.getDependenciesList(),
-        parent: req.getParent(),
-        provider: req.getProvider(),
-        version: req.getVersion(),
-        pluginDownloadURL: req.getPlugindownloadurl(),
         hooks: {},
       });
       return original.readResource.call(this, req, (err: any, resp: any) => {

@@ -225,3 +225,19 @@ export function testContext(
     stderr,
   };
 }
+
+/** One bare-metal control plane: valid, and needs no credential. */
+export const METAL_STACK = [
+  "config:",
+  "  talos-platform:cluster:",
+  "    name: demo",
+  "    endpoint: 192.0.2.11",
+  "    talosVersion: v1.13.9",
+  "    kubernetesVersion: 1.36.3",
+  "  talos-platform:nodes:",
+  "    - name: cp-1",
+  "      role: controlplane",
+  "      platform: baremetal",
+  "      baremetal: { address: 192.0.2.11 }",
+  "",
+].join("\n");

@@ -7,23 +7,7 @@ import * as path from "node:path";
 import { runCli } from "../../automation/cli";
 import { plainValidateRequest, runValidate } from "../../automation/quickValidate";
 import { configProblems } from "../../automation/stackValidation";
-import { cleanupRepos, makeRepo, testContext } from "./helpers";
-
-/** One bare-metal control plane. */
-const METAL_STACK = [
-  "config:",
-  "  talos-platform:cluster:",
-  "    name: demo",
-  "    endpoint: 192.0.2.11",
-  "    talosVersion: v1.13.9",
-  "    kubernetesVersion: 1.36.3",
-  "  talos-platform:nodes:",
-  "    - name: cp-1",
-  "      role: controlplane",
-  "      platform: baremetal",
-  "      baremetal: { address: 192.0.2.11 }",
-  "",
-].join("\n");
+import { METAL_STACK, cleanupRepos, makeRepo, testContext } from "./helpers";
 
 describe("validate without commander", () => {
   afterEach(() => cleanupRepos());

@@ -7,24 +7,8 @@ import { PROGRAM_CLI_MINIMUM, PULUMI_CLI_MINIMUM, probePulumiCli } from "../../a
 import { ExitCode } from "../../automation/errors";
 import { missingCliError } from "../../automation/pulumiCli";
 import { configProblems } from "../../automation/stackValidation";
-import { cleanupRepos, makeRepo, testContext } from "./helpers";
+import { METAL_STACK, cleanupRepos, makeRepo, testContext } from "./helpers";
 import { cleanupTemp, fakeTools, tempDir } from "./process";
-
-/** One bare-metal control plane: valid, and needs no credential. */
-export const METAL_STACK = [
-  "config:",
-  "  talos-platform:cluster:",
-  "    name: demo",
-  "    endpoint: 192.0.2.11",
-  "    talosVersion: v1.13.9",
-  "    kubernetesVersion: 1.36.3",
-  "  talos-platform:nodes:",
-  "    - name: cp-1",
-  "      role: controlplane",
-  "      platform: baremetal",
-  "      baremetal: { address: 192.0.2.11 }",
-  "",
-].join("\n");
 
 /** One Proxmox VM: needs the Proxmox API token. */
 const VM_STACK = [
