@@ -15,7 +15,7 @@ function writePackage(root: string): void {
     "index.js": [
       '"use strict";',
       'const path = require("node:path");',
-      'const shared = require("./shared.cjs");',
+      'const shared = require("./common.cjs");',
       'const user = require("./lib/user.js");',
       'const dynamic = require("./dynamic.js");',
       'const data = require("./data.json");',
@@ -27,20 +27,20 @@ function writePackage(root: string): void {
       // A mention of require( in a comment line is not a require:
       '// require("./nothing")',
     ].join("\n"),
-    "shared.cjs": [
+    "common.cjs": [
       '"use strict";',
       "globalThis.__packTestLoads = (globalThis.__packTestLoads ?? 0) + 1;",
       "exports.file = __filename;",
       "exports.version = 1;",
     ].join("\n"),
     "lib/user.js": [
-      'const shared = require("../shared.cjs");',
+      'const shared = require("../common.cjs");',
       // Sloppy mode stays sloppy: the module keeps its own mode inside the pack.
       "exports.sloppy = (function () { return this === undefined; })() === false;",
       "exports.shared = shared;",
     ].join("\n"),
     // require.resolve: not something a pack reproduces, so this one loads from its own file.
-    "dynamic.js": 'exports.resolved = require.resolve("./shared.cjs");',
+    "dynamic.js": 'exports.resolved = require.resolve("./common.cjs");',
     "data.json": '{ "answer": 42 }',
   };
   for (const [file, text] of Object.entries(files)) {
@@ -69,7 +69,7 @@ describe("packs of CommonJS modules", () => {
 
   it("registers each module under its own file, loaded once, as require would load it", () => {
     loadPack("pkg", entry, path.join(root, "pkg"), packs);
-    const shared = path.join(root, "pkg", "shared.cjs");
+    const shared = path.join(root, "pkg", "common.cjs");
     assert.ok(require.cache[entry]?.loaded);
     assert.ok(require.cache[shared]?.loaded);
     // What the rest of the process gets: the very same instances.
@@ -87,15 +87,14 @@ describe("packs of CommonJS modules", () => {
     const manifest = JSON.parse(fs.readFileSync(path.join(packs, "pkg.json"), "utf8")) as {
       files: Record<string, string>;
     };
-    assert.deepEqual(Object.keys(manifest.files).sort(), [
-      entry,
-      path.join(root, "pkg", "lib", "user.js"),
-      shared,
-    ]);
+    assert.deepEqual(
+      Object.keys(manifest.files).sort(),
+      [entry, path.join(root, "pkg", "lib", "user.js"), shared].sort(),
+    );
   });
 
   it("keeps a module the process already loaded instead of loading it again", () => {
-    const shared = path.join(root, "pkg", "shared.cjs");
+    const shared = path.join(root, "pkg", "common.cjs");
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const first = require(shared) as unknown;
     loadPack("pkg", entry, path.join(root, "pkg"), packs);
@@ -111,7 +110,7 @@ describe("packs of CommonJS modules", () => {
     for (const file of Object.keys(require.cache)) {
       if (file.startsWith(root + path.sep)) delete require.cache[file];
     }
-    const shared = path.join(root, "pkg", "shared.cjs");
+    const shared = path.join(root, "pkg", "common.cjs");
     // Same size, same mtime: only the content (and with it the ctime) differs.
     const stat = fs.statSync(shared);
     fs.writeFileSync(shared, fs.readFileSync(shared, "utf8").replace("version = 1", "version = 2"));

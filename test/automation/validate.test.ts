@@ -234,6 +234,17 @@ describe("finding the Pulumi CLI without the Automation API", () => {
     // The programs' own minimum is never below it, so the probe is as strict as the engine's run.
     assert.ok(semverGte(PROGRAM_CLI_MINIMUM, minimumVersion));
   });
+
+  it("is the minimum the README and the CLI reference give a new user", () => {
+    const root = path.join(__dirname, "..", "..");
+    for (const page of ["README.md", path.join("docs", "cli.md")]) {
+      const text = fs.readFileSync(path.join(root, page), "utf8").replace(/\s+/g, " ");
+      assert.ok(
+        text.includes(`${PROGRAM_CLI_MINIMUM.version} or later`),
+        `${page} names Pulumi CLI ${PROGRAM_CLI_MINIMUM.version} or later`,
+      );
+    }
+  });
 });
 
 describe("preview and up: everything missing in one report", () => {
