@@ -1,7 +1,4 @@
 // Entry point of the app project (`npm run platform -- preview staging --layer app`).
 import { appLayer } from "../components/app";
-import { skipUnreadSdkTraces } from "../components/sdkTraces";
-
-skipUnreadSdkTraces();
 
 export = async () => appLayer();

@@ -180,9 +180,8 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
     .argument("[env...]", "environments to check (default: every stack file of the layers)")
     .addOption(layerOption(true, "all"))
     .action(async (envs: string[], options: LayerOption) => {
-      // What main.ts runs without commander for the usual command lines (automation/quickValidate.ts).
-      const { runValidate } = await import("./quickValidate");
-      done(await runValidate(ctx, { envs, layer: options.layer }));
+      const { validateStacks } = await import("./commands/validate");
+      done(await validateStacks(ctx, { envs, layer: options.layer }));
     });
 
   program

@@ -1,8 +1,7 @@
 // Entry point of the CLI (`./bin/platform <command> <env>`, or `npm run platform -- …`, which execs
 // it): wires the CLI to the real process, the real Pulumi CLI (through the Automation API) and the
 // terminal. Loads only what every command needs; the rest comes with the command that needs it.
-// First: on a too old Node.js this prints one line and exits before anything else loads.
-import "./nodeVersion";
+// (bin/platform has checked the Node.js version before anything loads.)
 import * as os from "node:os";
 import { REPO_ROOT } from "../components/repoRoot";
 import { stopChildGroups } from "./childGroups";
@@ -10,7 +9,6 @@ import type { CliContext } from "./context";
 import { ExitCode } from "./errors";
 import { Interrupts, signalFromTerminal } from "./interrupts";
 import { processIsAlive } from "./processes";
-import { plainValidateRequest, runValidate } from "./quickValidate";
 import type { WorkspaceFactory } from "./workspace";
 
 /**
@@ -67,14 +65,8 @@ const interrupts = new Interrupts({
 process.on("SIGINT", () => interrupts.receive("SIGINT"));
 process.on("SIGTERM", () => interrupts.receive("SIGTERM"));
 
-const argv = process.argv.slice(2);
 const ctx = systemContext(interrupts);
-// `validate` as usually typed needs no command-line parser (automation/quickValidate.ts); every other
-// command line loads commander and the command's definitions (automation/cli.ts).
-const plainValidate = plainValidateRequest(argv);
-const run = plainValidate
-  ? runValidate(ctx, plainValidate)
-  : import("./cli").then(({ runCli }) => runCli(argv, ctx));
+const run = import("./cli").then(({ runCli }) => runCli(process.argv.slice(2), ctx));
 run.then(
   (code) => {
     // A run the operator stopped reports that, not the engine's failure to finish it.

@@ -1,10 +1,13 @@
-// One measured run in a fresh process: `worker.ts <program|baseline> <nodes>`; prints one JSON line.
+// One measured run in a fresh process: `worker.ts <program|baseline> <compiled|ts-node> <nodes>`;
+// prints one JSON line.
+import * as path from "node:path";
 import { performance } from "node:perf_hooks";
+import { REPO_ROOT } from "../components/repoRoot";
 import { resolveAll, setupRun } from "../test/harness";
 import { generateStack } from "./generate";
 
 async function main(): Promise<void> {
-  const [mode, sizeText] = process.argv.slice(2);
+  const [mode, runtime, sizeText] = process.argv.slice(2);
   const size = Number(sizeText);
   const stack = generateStack(size);
   const recorder = await setupRun(stack, { stack: "bench" });
@@ -14,8 +17,9 @@ async function main(): Promise<void> {
     const { baseline } = await import("./baseline");
     run = () => baseline(stack);
   } else {
-    // The project's entry, as Pulumi runs it (index.ts: the foundation program and its set-up).
-    run = (await import("../index")).default;
+    // The project's entry, as Pulumi runs it: the compiled dist/index.js, or index.ts itself.
+    const entry = runtime === "compiled" ? path.join(REPO_ROOT, "dist", "index.js") : "../index";
+    run = ((await import(entry)) as { default: () => unknown }).default;
   }
   const started = performance.now();
   const cpuBefore = process.cpuUsage();

@@ -1,7 +1,4 @@
 // Entry point of the bootstrap project (`npm run platform -- up shared --layer bootstrap`).
 import { bootstrapLayer } from "../components/bootstrap";
-import { skipUnreadSdkTraces } from "../components/sdkTraces";
-
-skipUnreadSdkTraces();
 
 export = async () => bootstrapLayer();

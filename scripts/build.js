@@ -1,87 +1,42 @@
-// Compiles the TypeScript sources to JavaScript when they changed since the last build, so the CLI
-// and `pulumi up` always run code compiled from the sources as they are now, and never load a
-// TypeScript compiler otherwise. Output: dist/<path>.js, and sdks/talos/dist/ for the local Talos
-// SDK (its package.json `main`).
+// Compiles the TypeScript sources that changed since they were last compiled, so the CLI and
+// `pulumi up` run JavaScript compiled from the sources as they are now and never load a compiler
+// otherwise. Each file is transpiled on its own (what `ts-node --transpile-only` does at every
+// start); type errors are `npm run typecheck`'s job, a syntax error stops the build.
 //
-// Each file is transpiled on its own (TypeScript's transpileModule, what `ts-node --transpile-only`
-// does at every start), only the files that changed: a first build takes a second or two, a rebuild
-// after an edit a fraction of that. Type errors are `npm run typecheck`'s job (part of `npm test`,
-// strict, with isolatedModules so that per-file output is exact); a syntax error stops the build.
+// Never stale: each output gets its source's modification time, so a source is stale exactly when
+// the two differ (an edit, a checkout, or an edit during the compile itself). A change to the
+// compiler, its options or this script recompiles everything. Outputs are written to a temporary
+// file and renamed, and the output of a source is a function of the source alone, so two processes
+// building at once need no lock: the last rename wins with the same content.
 //
-// Freshness: dist/.build-stamp.json holds, per source file, its content hash and its inode, size,
-// mtime and ctime. When every one of those still matches, the build is fresh (a few milliseconds to
-// check); any difference has the file's content hashed again, so only a real change compiles. ctime
-// cannot be set back, so content changed behind a restored mtime is still seen.
-//
-// Plain CommonJS on purpose: this is what runs before anything is compiled.
+// Plain CommonJS: this is what runs before anything is compiled.
 //   node scripts/build.js           build what is stale (`npm run build`)
 //   node scripts/build.js --check   exit 1 and say so when stale; build nothing
-//   node scripts/build.js --force   compile every file again
 "use strict";
 const fs = require("node:fs");
 const path = require("node:path");
 
 const ROOT = path.resolve(__dirname, "..");
 const DIST = path.join(ROOT, "dist");
-const STAMP = path.join(DIST, ".build-stamp.json");
-const LOCK = path.join(DIST, ".build.lock");
-
-/**
- * Folders and files whose `.ts` sources are compiled: the programs, the CLI, the SDK, and what
- * `npm run bench` runs compiled (the benchmark and the mock engine it uses).
- */
-const SOURCES = [
-  "index.ts",
-  "app",
-  "bootstrap",
-  "components",
-  "automation",
-  "sdks/talos",
-  "bench",
-  "test/harness.ts",
-  "test/mocks.ts",
-];
-/** The local SDK is compiled into its own package folder. */
+/** What the programs and the CLI run; the local Talos SDK compiles into its own package folder. */
+const SOURCES = ["index.ts", "app", "bootstrap", "components", "automation", "sdks/talos"];
 const SDK = "sdks/talos/";
-/** Inputs besides the sources: the compiler options and the compiler itself. */
+/** Inputs that change every output: the compiler, its options, this script. */
 const SETTINGS = ["tsconfig.json", "node_modules/typescript/package.json", "scripts/build.js"];
-/** Never sources: build output and dependencies. */
-const SKIP = new Set(["node_modules", "dist"]);
-/** How long a process waits for a build another process is running. */
-const LOCK_WAIT_MS = 10 * 60_000;
-/** Bumped when the stamp's layout changes. */
-const STAMP_VERSION = 1;
+const SETTINGS_STAMP = path.join(DIST, ".settings.json");
 
 /** A problem that stops the run; its message says what to do. */
-class BuildError extends Error {
-  constructor(message) {
-    super(message);
-    this.name = "BuildError";
-  }
-}
+class BuildError extends Error {}
 
-function collect(relative, files) {
-  let entries;
-  try {
-    entries = fs.readdirSync(path.join(ROOT, relative), { withFileTypes: true });
-  } catch (error) {
-    if (error.code === "ENOTDIR") files.push(relative);
-    else if (error.code !== "ENOENT") throw error;
-    return;
-  }
-  for (const entry of entries) {
-    if (SKIP.has(entry.name)) continue;
-    const child = `${relative}/${entry.name}`;
-    if (entry.isDirectory()) collect(child, files);
-    else if (entry.name.endsWith(".ts") && !entry.name.endsWith(".d.ts")) files.push(child);
-  }
-}
-
-/** Every source file, relative to the repository, sorted. */
-function sourceFiles() {
-  const files = [];
-  for (const source of SOURCES) collect(source, files);
-  return files.sort();
+/** Every `.ts` source under `relative` (a file or a folder), relative to the repository. */
+function collect(relative) {
+  const full = path.join(ROOT, relative);
+  if (!fs.existsSync(full)) return [];
+  if (!fs.statSync(full).isDirectory()) return [relative];
+  return fs
+    .readdirSync(full, { recursive: true })
+    .map((file) => `${relative}/${file.split(path.sep).join("/")}`)
+    .filter((file) => /(?<!\.d)\.ts$/.test(file) && !/\/(node_modules|dist)\//.test(file));
 }
 
 /** Where a source's JavaScript goes, relative to the repository. */
@@ -90,137 +45,33 @@ function outputOf(source) {
   return js.startsWith(SDK) ? `${SDK}dist/${js.slice(SDK.length)}` : `dist/${js}`;
 }
 
-/** The identity of a file's current version without reading it; undefined when missing. */
-function statKey(file) {
-  try {
-    const s = fs.statSync(path.join(ROOT, file), { bigint: true });
-    return `${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
-  } catch (error) {
-    if (error.code === "ENOENT") return undefined;
-    throw error;
-  }
-}
+/** A file's modification time in whole milliseconds (what a utimes round trip keeps); 0 when missing. */
+const mtimeOf = (file) =>
+  Math.round(fs.statSync(path.join(ROOT, file), { throwIfNoEntry: false })?.mtimeMs ?? 0);
+const readOr = (file, fallback) => (fs.existsSync(file) ? fs.readFileSync(file, "utf8") : fallback);
+const settingsNow = () => JSON.stringify(SETTINGS.map((file) => [file, mtimeOf(file)]));
 
-function contentHash(file) {
-  try {
-    // Loaded here: a fresh build, the usual case, hashes nothing (node:crypto takes a few ms to load).
-    return require("node:crypto")
-      .createHash("sha256")
-      .update(fs.readFileSync(path.join(ROOT, file)))
-      .digest("hex");
-  } catch (error) {
-    if (error.code === "ENOENT") return "(missing)";
-    throw error;
-  }
-}
-
-function readStamp() {
-  try {
-    const stamp = JSON.parse(fs.readFileSync(STAMP, "utf8"));
-    return stamp.version === STAMP_VERSION ? stamp : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function writeStamp(stamp) {
-  fs.mkdirSync(DIST, { recursive: true });
-  const temp = `${STAMP}.${process.pid}`;
-  fs.writeFileSync(temp, `${JSON.stringify(stamp, null, 1)}\n`);
-  fs.renameSync(temp, STAMP);
-}
-
-/**
- * What is stale: `settings` when the compiler or its options changed (everything recompiles),
- * `changed` the sources whose content differs from the last build (or that are new, or whose output
- * is missing), `removed` the sources that no longer exist. `stamp` is the current state to record.
- */
+/** What is stale: the sources to compile, and outputs whose source is gone. */
 function plan() {
-  const previous = readStamp();
-  const entries = {};
-  const observe = (file, before) => {
-    const stat = statKey(file);
-    const sha = before && before.stat === stat ? before.sha : contentHash(file);
-    entries[file] = { sha, stat };
-    return !before || before.sha !== sha;
-  };
-  let settings = !previous;
-  for (const file of SETTINGS) {
-    if (observe(file, previous && previous.settings[file])) settings = true;
-  }
-  const settingsEntries = { ...entries };
-  const sources = sourceFiles();
-  const changed = [];
-  const sourceEntries = {};
-  for (const file of sources) {
-    const before = previous && previous.sources[file];
-    const differs = observe(file, before);
-    sourceEntries[file] = entries[file];
-    if (settings || differs || !fs.existsSync(path.join(ROOT, outputOf(file)))) changed.push(file);
-  }
-  const removed = previous ? Object.keys(previous.sources).filter((f) => !sourceEntries[f]) : [];
-  const stamp = { version: STAMP_VERSION, settings: settingsEntries, sources: sourceEntries };
-  const restat =
-    !previous ||
-    Object.entries({ ...settingsEntries, ...sourceEntries }).some(
-      ([file, entry]) => (previous.settings[file] ?? previous.sources[file])?.stat !== entry.stat,
-    );
-  return { settings, changed, removed, stamp, restat };
+  const sources = SOURCES.flatMap((source) => collect(source));
+  const settingsChanged = readOr(SETTINGS_STAMP, "") !== settingsNow();
+  const changed = sources.filter((s) => settingsChanged || mtimeOf(s) !== mtimeOf(outputOf(s)));
+  const expected = new Set(sources.map(outputOf));
+  const orphans = [DIST, path.join(ROOT, SDK, "dist")]
+    .flatMap((dir) =>
+      (fs.existsSync(dir) ? fs.readdirSync(dir, { recursive: true }) : []).map((f) =>
+        path.relative(ROOT, path.join(dir, f)),
+      ),
+    )
+    .filter((file) => file.endsWith(".js") && !expected.has(file));
+  return { changed, orphans };
 }
 
-/** Whether the compiled output is that of the sources as they are now. */
-function isFresh() {
-  const { changed, removed } = plan();
-  return changed.length === 0 && removed.length === 0;
-}
-
-function sleep(ms) {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-}
-
-function isAlive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return error.code === "EPERM";
-  }
-}
-
-/** Runs `fn` holding dist/.build.lock: two processes never compile at once. */
-function withLock(fn) {
-  fs.mkdirSync(DIST, { recursive: true });
-  const deadline = Date.now() + LOCK_WAIT_MS;
-  for (;;) {
-    try {
-      fs.writeFileSync(LOCK, String(process.pid), { flag: "wx" });
-      break;
-    } catch (error) {
-      if (error.code !== "EEXIST") throw error;
-      let holder = Number.NaN;
-      try {
-        holder = Number.parseInt(fs.readFileSync(LOCK, "utf8"), 10);
-      } catch {
-        // removed meanwhile: try again
-      }
-      if (!Number.isInteger(holder) || !isAlive(holder)) {
-        // Left by a build that was killed (or not yet written): take it over.
-        fs.rmSync(LOCK, { force: true });
-        continue;
-      }
-      if (Date.now() > deadline) {
-        throw new BuildError(
-          `build: another build (process ${holder}) has held dist/.build.lock for ${LOCK_WAIT_MS / 60_000} minutes; got no lock. Stop that process or remove the file, then rerun`,
-        );
-      }
-      sleep(100);
-    }
-  }
-  try {
-    return fn();
-  } finally {
-    fs.rmSync(LOCK, { force: true });
-  }
+function writeAtomically(file, content) {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const temp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(temp, content);
+  fs.renameSync(temp, file);
 }
 
 function loadCompiler() {
@@ -228,157 +79,91 @@ function loadCompiler() {
     return require(require.resolve("typescript", { paths: [ROOT] }));
   } catch {
     throw new BuildError(
-      "build: the TypeScript compiler is not installed; got no node_modules/typescript. Run `npm ci` in the repository, then rerun",
+      "build: the TypeScript compiler is not installed. Run `npm ci`, then rerun",
     );
   }
 }
 
-/** tsconfig.json's compiler options, as the emit needs them. */
-function compilerOptions(ts) {
-  const file = path.join(ROOT, "tsconfig.json");
-  const { config, error } = ts.readConfigFile(file, ts.sys.readFile);
-  if (error) {
-    throw new BuildError(
-      `build: tsconfig.json could not be read; got ${JSON.stringify(ts.flattenDiagnosticMessageText(error.messageText, " "))}. Fix it, then rerun`,
-    );
-  }
-  const { options } = ts.convertCompilerOptionsFromJson(config.compilerOptions ?? {}, ROOT);
-  return {
-    ...options,
-    noEmit: false,
-    declaration: false,
-    sourceMap: true,
-    inlineSourceMap: false,
-    outDir: undefined,
-    rootDir: undefined,
-  };
-}
-
-/** Transpiles `files`; throws a BuildError listing every syntax error. */
-function compile(files, reason) {
+/** Transpiles `files`, each output stamped with its source's time; throws listing every syntax error. */
+function compile(files) {
   const ts = loadCompiler();
-  const options = compilerOptions(ts);
-  process.stderr.write(`build: compiling ${files.length} TypeScript files (${reason})…\n`);
-  const started = Date.now();
+  const { config } = ts.readConfigFile(path.join(ROOT, "tsconfig.json"), ts.sys.readFile);
+  const { options } = ts.convertCompilerOptionsFromJson(config?.compilerOptions ?? {}, ROOT);
+  const compilerOptions = { ...options, noEmit: false, sourceMap: true, outDir: undefined };
+  process.stderr.write(`build: compiling ${files.length} TypeScript files…\n`);
   const errors = [];
   for (const file of files) {
     const source = path.join(ROOT, file);
     const output = path.join(ROOT, outputOf(file));
+    // Read the time first: an edit during the compile leaves the output stale, as it is.
+    const time = new Date(mtimeOf(file));
     const result = ts.transpileModule(fs.readFileSync(source, "utf8"), {
-      compilerOptions: options,
+      compilerOptions,
       fileName: source,
       reportDiagnostics: true,
     });
-    for (const diagnostic of result.diagnostics ?? []) {
-      const where =
-        diagnostic.file && diagnostic.start !== undefined
-          ? diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start)
-          : undefined;
-      errors.push(
-        `  ${file}${where ? `:${where.line + 1}:${where.character + 1}` : ""}: ${ts.flattenDiagnosticMessageText(diagnostic.messageText, " ")}`,
-      );
+    for (const d of result.diagnostics ?? []) {
+      const at =
+        d.file && d.start !== undefined ? d.file.getLineAndCharacterOfPosition(d.start) : undefined;
+      const where = at ? `:${at.line + 1}:${at.character + 1}` : "";
+      errors.push(`  ${file}${where}: ${ts.flattenDiagnosticMessageText(d.messageText, " ")}`);
     }
-    const map = JSON.parse(result.sourceMapText);
-    map.sources = [path.relative(path.dirname(output), source)];
-    map.file = path.basename(output);
-    fs.mkdirSync(path.dirname(output), { recursive: true });
-    fs.writeFileSync(output, result.outputText);
-    fs.writeFileSync(`${output}.map`, JSON.stringify(map));
+    if (errors.length > 0) continue;
+    const map = {
+      ...JSON.parse(result.sourceMapText),
+      sources: [path.relative(path.dirname(output), source)],
+    };
+    writeAtomically(`${output}.map`, JSON.stringify(map));
+    writeAtomically(output, result.outputText);
+    fs.utimesSync(output, time, time);
   }
   if (errors.length > 0) {
     throw new BuildError(
-      `build: ${errors.length} syntax error(s) in the TypeScript sources; got:\n${errors.join("\n")}\nFix them, then rerun`,
+      `build: syntax errors in the TypeScript sources:\n${errors.join("\n")}\nFix them, then rerun`,
     );
   }
-  process.stderr.write(`build: done in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
 }
 
-/**
- * Makes sure the compiled output is fresh, compiling what is stale. Safe to call from several
- * processes at once: one compiles, the others wait and then find it fresh.
- */
-function ensureBuilt(options = {}) {
-  let current = plan();
-  if (!options.force && current.changed.length === 0 && current.removed.length === 0) {
-    // Only the stat identities moved (a checkout, a touch): remember the new ones, compile nothing.
-    if (current.restat) writeStamp(current.stamp);
-    return;
+/** Compiles what is stale and removes outputs whose source is gone. */
+function ensureBuilt() {
+  const { changed, orphans } = plan();
+  for (const file of orphans) {
+    for (const output of [file, `${file}.map`]) fs.rmSync(path.join(ROOT, output), { force: true });
   }
-  withLock(() => {
-    // Another process may have built while this one waited for the lock.
-    current = plan();
-    const files = options.force ? Object.keys(current.stamp.sources) : current.changed;
-    if (files.length === 0 && current.removed.length === 0) return;
-    for (const file of current.removed) {
-      for (const output of [outputOf(file), `${outputOf(file)}.map`]) {
-        fs.rmSync(path.join(ROOT, output), { force: true });
-      }
-    }
-    if (files.length > 0) {
-      const reason = options.force
-        ? "--force"
-        : !readStamp()
-          ? "first build"
-          : current.settings
-            ? "the compiler or its options changed"
-            : "changed since the last build";
-      compile(files, reason);
-    }
-    // The state from before compiling: a file edited meanwhile makes the next run compile it again.
-    writeStamp(current.stamp);
-  });
+  if (changed.length === 0) return;
+  compile(changed);
+  writeAtomically(SETTINGS_STAMP, settingsNow());
 }
 
-/**
- * Caches V8's compiled code of every module loaded from here on (Node's module compile cache), in
- * node_modules/.cache/: the Pulumi SDKs are large, and a warm start loads them markedly faster.
- * NODE_COMPILE_CACHE, when set, wins; a cache that cannot be written is simply not used.
- */
+/** Caches V8's compiled code of the large SDKs between runs (NODE_COMPILE_CACHE wins). */
 function enableCompileCache() {
-  const nodeModule = require("node:module");
-  if (typeof nodeModule.enableCompileCache === "function") {
-    nodeModule.enableCompileCache(
-      process.env.NODE_COMPILE_CACHE ??
-        path.join(ROOT, "node_modules", ".cache", "node-compile-cache"),
-    );
-  }
+  require("node:module").enableCompileCache?.(
+    process.env.NODE_COMPILE_CACHE ??
+      path.join(ROOT, "node_modules", ".cache", "node-compile-cache"),
+  );
 }
 
-/**
- * Loads a compiled module of the repository (`index`, `app/index`), building first when the sources
- * changed.
- */
+/** Loads a compiled module of the repository (`index`, `app/index`), building first when stale. */
 function load(entry) {
   ensureBuilt();
   enableCompileCache();
   return require(path.join(DIST, entry));
 }
 
-module.exports = {
-  BuildError,
-  DIST,
-  ROOT,
-  SOURCES,
-  enableCompileCache,
-  ensureBuilt,
-  isFresh,
-  load,
-  outputOf,
-  plan,
-};
+module.exports = { BuildError, SOURCES, enableCompileCache, ensureBuilt, load, plan };
 
 if (require.main === module) {
   try {
     if (process.argv.includes("--check")) {
-      const { changed, removed } = plan();
-      if (changed.length > 0 || removed.length > 0) {
+      const { changed, orphans } = plan();
+      if (changed.length + orphans.length > 0) {
         process.stderr.write(
-          `build: the compiled output is stale; got ${changed.length + removed.length} changed file(s) (${[...changed, ...removed].slice(0, 5).join(", ")}${changed.length + removed.length > 5 ? ", …" : ""}). Run \`npm run build\`\n`,
+          `build: stale: ${[...changed, ...orphans].slice(0, 5).join(", ")}. Run \`npm run build\`\n`,
         );
         process.exitCode = 1;
       }
     } else {
-      ensureBuilt({ force: process.argv.includes("--force") });
+      ensureBuilt();
     }
   } catch (error) {
     process.stderr.write(`${error instanceof BuildError ? error.message : error.stack}\n`);

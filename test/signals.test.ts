@@ -89,10 +89,13 @@ describe("signals reach the process that acts (npm → CLI → talosctl)", funct
     assert.equal(built.status, 0, built.stderr);
     repo = fs.mkdtempSync(path.join(os.tmpdir(), "platform-signals-"));
     for (const item of COPIED) {
-      fs.cpSync(path.join(ROOT, item), path.join(repo, item), { recursive: true });
+      // The times too: the build takes a source whose time differs from its output's as changed.
+      fs.cpSync(path.join(ROOT, item), path.join(repo, item), {
+        recursive: true,
+        preserveTimestamps: true,
+      });
     }
     fs.symlinkSync(path.join(ROOT, "node_modules"), path.join(repo, "node_modules"));
-    // The copy is fresh (same content); this records its files' identities once, outside the tests.
     const check = spawnSync(process.execPath, [path.join(repo, "scripts", "build.js")], {
       encoding: "utf8",
     });
