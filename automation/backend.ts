@@ -15,16 +15,13 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { ExitCode, UserError } from "./errors";
 import { createPrivateFileOnce, ensurePrivateDir } from "./files";
-import { isCi } from "./guards";
+import { type Env, isCi } from "./env";
 import type { Layer, StackFile } from "./layers";
 
 /** The embedded default backend's folder, relative to the repository root. */
 export const STATE_DIR = ".pulumi-state";
 /** The generated passphrase's file name inside {@link STATE_DIR}. */
 export const PASSPHRASE_FILE = "passphrase";
-
-/** Environment variables as the process sees them. */
-export type Env = Readonly<Record<string, string | undefined>>;
 
 /** The chosen backend and why. */
 export interface BackendChoice {
@@ -84,6 +81,13 @@ export function chooseBackend(input: {
     };
   }
   return { url: `file://${stateDir(input.repoRoot)}`, source: "default", isDefault: true };
+}
+
+/** A KMS secrets provider (`gcpkms://`, `awskms://`, …): its data key lives in `encryptedkey`. */
+export function isKmsSecretsProvider(provider: string | undefined): boolean {
+  return (
+    provider !== undefined && /^[a-z]+kms:\/\/|^azurekeyvault:\/\/|^hashivault:\/\//.test(provider)
+  );
 }
 
 /** The stack file's `secretsprovider:`, else the passphrase provider. */

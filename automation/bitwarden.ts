@@ -2,7 +2,7 @@
 // OpenBao, which runs in the cluster the foundation builds). One `bws secret list` per run.
 import { execFile } from "node:child_process";
 import { ExitCode, UserError } from "./errors";
-import type { Env } from "./backend";
+import type { Env } from "./env";
 
 /** Secrets by key, as a `bws secret list` returned them. */
 export type SecretsByKey = ReadonlyMap<string, string>;

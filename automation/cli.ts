@@ -10,7 +10,6 @@ import type { OperationRequest } from "./commands/operation";
 import { CREDENTIAL_OUTPUTS } from "./commands/outputNames";
 import type { CliContext } from "./context";
 import { DAY_TWO_EXAMPLES, registerDayTwoCommands } from "./commands/dayTwo";
-import { registerRolloutCommand, ROLLOUT_EXAMPLES } from "./commands/rollout";
 import { ExitCode, type ExitCodeValue, UserError, reportError } from "./errors";
 import type { Operation } from "./guards";
 import { DEFAULT_LAYER, LAYER_CHOICES, LAYER_NAMES, type LayerName } from "./layerNames";
@@ -33,7 +32,7 @@ Examples:
   ${INVOCATION} kubeconfig staging --out ~/.kube/staging.yaml
   ${INVOCATION} talosconfig staging
   ${INVOCATION} destroy prod --yes-destroy-prod
-${[...DAY_TWO_EXAMPLES, ...ROLLOUT_EXAMPLES].map((example) => `  ${INVOCATION} ${example}`).join("\n")}
+${DAY_TWO_EXAMPLES.map((example) => `  ${INVOCATION} ${example}`).join("\n")}
 
 Layers: bootstrap (bootstrap/), foundation (the repository root, default), app (app/);
 --layer all runs every layer that exists (bootstrap, foundation, app; reversed for destroy).
@@ -206,7 +205,6 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
     });
 
   registerDayTwoCommands(program, ctx, done);
-  registerRolloutCommand(program, ctx, done);
   pointAtOwnHelp(program, []);
 
   return program;

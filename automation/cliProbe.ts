@@ -11,7 +11,7 @@ import { version as sdkVersion } from "@pulumi/pulumi/version";
 import SemVer from "semver/classes/semver";
 import semverLt from "semver/functions/lt";
 import semverParse from "semver/functions/parse";
-import type { Env } from "./backend";
+import type { Env } from "./env";
 
 /** Where to get the Pulumi CLI. */
 export const PULUMI_INSTALL_URL = "https://www.pulumi.com/docs/install/";

@@ -1,6 +1,6 @@
 // Everything a command takes from the outside world, in one injectable object: tests pass fakes for
 // the streams, the clock, the environment and the workspace factory.
-import type { Env } from "./backend";
+import type { Env } from "./env";
 import type { BwsRunner } from "./bitwarden";
 import type { ValidateStack } from "./readiness";
 import type { FetchJson } from "./githubOidc";

@@ -3,7 +3,7 @@
 // --secret`). Found values reach the program through the engine's environment for the run only
 // (components/config/runSecretsEnv.ts): never on a command line, never in the stack file.
 import * as path from "node:path";
-import type { Env } from "./backend";
+import type { Env } from "./env";
 import { ExitCode, UserError } from "./errors";
 import type { Layer, LayerName, StackFile } from "./layers";
 

@@ -2,8 +2,17 @@
 // so the CLI fetches one right before each engine run that logs into OpenBao (not once per job):
 // the job needs `permissions: id-token: write`, which sets ACTIONS_ID_TOKEN_REQUEST_URL and
 // ACTIONS_ID_TOKEN_REQUEST_TOKEN; the token's `aud` is the audience OpenBao's CI roles bind.
-import type { Env } from "./backend";
+import type { Env } from "./env";
 import { UserError } from "./errors";
+import { type Layer, readStackFile } from "./layers";
+
+/** The audience of the CI job's OIDC token for OpenBao, when the app stack declares CI roles. */
+export function ciAudience(layer: Layer, env: string): string | undefined {
+  const openbao = readStackFile(layer, env).config[`${layer.project}:openbao`] as
+    { ci?: { audience?: unknown } } | undefined;
+  if (!openbao?.ci) return undefined;
+  return typeof openbao.ci.audience === "string" ? openbao.ci.audience : "openbao";
+}
 
 /** Whether the job may ask GitHub for an OIDC token. */
 export function githubOidcAvailable(env: Env): boolean {

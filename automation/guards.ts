@@ -1,9 +1,9 @@
 // Guard rails: commands that must not run where they could do harm. Checked before the Pulumi CLI is
 // looked for and before any file is written, so a refusal has no side effects.
-import type { BackendChoice, Env } from "./backend";
+import { type BackendChoice, isKmsSecretsProvider } from "./backend";
+import { type Env, isCi } from "./env";
 import { ExitCode, UserError } from "./errors";
 import type { LayerName, StackFile } from "./layers";
-import { isKmsSecretsProvider } from "./stackFile";
 
 /** The engine operations the CLI runs. */
 export type Operation = "preview" | "up" | "refresh" | "destroy";
@@ -22,12 +22,6 @@ export const WORKSTATION_ONLY_LAYERS: Readonly<Partial<Record<LayerName, string>
     "Its state lives in the operator's local backend (.pulumi-state), which a CI runner does not " +
     "have: run it from the workstation that holds it, without CI set",
 };
-
-/** Whether the process runs in CI: `CI` set to anything but empty, `0` or `false`. */
-export function isCi(env: Env): boolean {
-  const value = env.CI;
-  return value !== undefined && value !== "" && value !== "0" && value.toLowerCase() !== "false";
-}
 
 /** What a guard needs to know about a command. */
 export interface GuardRequest {
@@ -69,8 +63,19 @@ export function checkGuards(request: GuardRequest, env: Env): void {
   }
 }
 
+/** The day-two commands. */
+export type DayTwoCommandName =
+  | "preflight"
+  | "upgrade talos"
+  | "upgrade kubernetes"
+  | "etcd snapshot"
+  | "etcd restore"
+  | "replace-node"
+  | "drift"
+  | "rollout";
+
 /** Day-two commands that change a running cluster, and what they do to it. */
-export const CLUSTER_CHANGING_COMMANDS: Readonly<Record<string, string>> = {
+export const CLUSTER_CHANGING_COMMANDS: Readonly<Partial<Record<DayTwoCommandName, string>>> = {
   "upgrade talos": "it reboots every node into a new Talos",
   "upgrade kubernetes": "it restarts the control plane and every kubelet",
   "etcd restore": "it wipes etcd and brings the cluster back to a snapshot",
@@ -82,7 +87,7 @@ export const CLUSTER_CHANGING_COMMANDS: Readonly<Record<string, string>> = {
  * Refuses a command that changes a running cluster when `CI` is set, like `up` of the foundation:
  * an operator runs it from a workstation on the cluster's network, watching it.
  */
-export function checkDayTwoGuard(command: string, envName: string, env: Env): void {
+export function checkDayTwoGuard(command: DayTwoCommandName, envName: string, env: Env): void {
   const what = CLUSTER_CHANGING_COMMANDS[command];
   if (what === undefined || !isCi(env)) return;
   throw new UserError(

@@ -5,6 +5,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { stateDir } from "./backend";
+import type { CliContext } from "./context";
 import { ExitCode, UserError } from "./errors";
 import { ensurePrivateDir } from "./files";
 import { processIsAlive } from "./processes";
@@ -79,6 +80,40 @@ export function acquireStackLock(options: LockOptions): StackLock {
     }
   }
   throw lockedError(options, file, readHolder(file));
+}
+
+/** Takes the lock of a layer and stack for this run of the CLI (its process and host). */
+export function lockStack(
+  ctx: Pick<CliContext, "repoRoot" | "host">,
+  layer: string,
+  env: string,
+  command: string,
+): StackLock {
+  return acquireStackLock({
+    dir: locksDir(ctx.repoRoot),
+    layer,
+    env,
+    command,
+    pid: ctx.host.pid,
+    host: ctx.host.hostname,
+    isAlive: (pid) => ctx.host.isAlive(pid),
+  });
+}
+
+/** Runs `fn` holding the lock of a layer and stack (see {@link lockStack}). */
+export async function withStackLock<T>(
+  ctx: Pick<CliContext, "repoRoot" | "host">,
+  layer: string,
+  env: string,
+  command: string,
+  fn: () => Promise<T>,
+): Promise<T> {
+  const lock = lockStack(ctx, layer, env, command);
+  try {
+    return await fn();
+  } finally {
+    lock.release();
+  }
 }
 
 function tryCreate(file: string, holder: LockHolder): boolean {

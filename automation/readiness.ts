@@ -1,26 +1,80 @@
-// Everything that stands between a stack and its preview, found without the engine and reported at
-// once: the stack file's config problems (the layer's own validation), the credentials the program
-// needs and where each was looked for, the state backend's passphrase, and the Pulumi CLI. `validate`
-// prints this report; `preview`, `up` and `init` print the same one when anything is missing.
+// The readiness report: everything that stands between a stack and its preview, found without the
+// engine and reported at once: the stack file's config problems (the layer's own validation, the
+// same the program runs), the credentials the program needs and where each was looked for, the state
+// backend's passphrase, and the Pulumi CLI. `validate` prints it; `preview`, `up` and `init` print
+// the same report when anything is missing. No Pulumi SDK loads here, so `validate` starts fast.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { type Env, chooseBackend, chooseSecretsProvider, preparePassphrase } from "./backend";
+import { chooseBackend, chooseSecretsProvider, preparePassphrase } from "./backend";
+import type { Env } from "./env";
 import type { SecretsByKey } from "./bitwarden";
 import type { CliProbe } from "./cliProbe";
+import { validateAppConfig } from "../components/config/app";
+import { validateBootstrapConfig } from "../components/config/bootstrap";
+import { validatePlatformConfig } from "../components/config/validate";
 import {
-  CREDENTIALS,
   type Credential,
   type ResolvedCredentials,
   credentialPlaces,
   findCredentials,
 } from "./credentials";
 import { ExitCode, type ExitCodeValue, UserError } from "./errors";
-import { type Layer, type StackFile, readStackFile } from "./layers";
+import { type Layer, type LayerName, type StackFile, readStackFile } from "./layers";
 import { stackFileValues } from "../components/config/stackValues";
-import type { configProblems } from "./stackValidation";
+import type { WorkspaceFactory } from "./workspace";
+
+/** Whether a stack-file value is Pulumi's encrypted form. */
+export function isSecureValue(value: unknown): boolean {
+  return (
+    value !== null &&
+    typeof value === "object" &&
+    !Array.isArray(value) &&
+    typeof (value as { secure?: unknown }).secure === "string"
+  );
+}
+
+/** A layer's stack values as {@link configProblems} takes them. */
+export interface StackValidationInput {
+  readonly layer: LayerName;
+  readonly env: string;
+  readonly project: string;
+  /** The stack file as the operator knows it: `Pulumi.dev.yaml`, `app/Pulumi.prod.yaml`. */
+  readonly stackFile: string;
+  readonly values: Readonly<Record<string, unknown>>;
+  readonly presentKeys: ReadonlySet<string>;
+  readonly secretKeys: ReadonlySet<string>;
+}
+
+/**
+ * Every problem the layer's own validation finds, in its words (`<key>: <problem>`); none when the
+ * stack is valid. Values the file holds encrypted (`secure:`) are never read, only their keys.
+ */
+export function configProblems(input: StackValidationInput): string[] {
+  const { layer, env, project, stackFile, presentKeys, secretKeys } = input;
+  const values = { ...input.values };
+  try {
+    // Called as each layer's loader calls it (components/config: load.ts, bootstrap.ts, app.ts).
+    if (layer === "foundation") {
+      validatePlatformConfig({ ...values, presentKeys, secretKeys, project }, stackFile);
+    } else if (layer === "bootstrap") {
+      validateBootstrapConfig(values, stackFile, secretKeys, project);
+    } else {
+      validateAppConfig(values, env, secretKeys, project);
+    }
+    return [];
+  } catch (error) {
+    // StackConfigError carries the list; anything else is the validation itself failing.
+    const problems = (error as { problems?: unknown }).problems;
+    if (Array.isArray(problems)) return problems.map(String);
+    const message = error instanceof Error ? error.message : String(error);
+    return [
+      `${stackFile}: the validation failed; got ${JSON.stringify(message.split("\n")[0])}. This is a bug: rerun with PLATFORM_DEBUG=1 and report it`,
+    ];
+  }
+}
 
 /** Checks a layer's stack values, as {@link configProblems} does (injectable for tests). */
-export type ValidateStack = typeof configProblems;
+export type ValidateStack = (input: StackValidationInput) => string[];
 
 /**
  * Where the credentials come from for this check: a `bws secret list` made for the run, or
@@ -160,13 +214,26 @@ export function checkStack(input: {
   return { ...base, stackFile: shown, problems, notes, credentials };
 }
 
-/** Every credential of a layer (for listings). */
-export function layerCredentials(layer: Layer["name"]): readonly Credential[] {
-  return CREDENTIALS[layer];
+/**
+ * The Pulumi CLI the Automation API will use (installing it with `install`), or what is wrong with
+ * it as one line of the readiness report rather than an error of its own.
+ */
+export async function findCli(workspaces: WorkspaceFactory, install: boolean): Promise<CliProbe> {
+  try {
+    const found = await workspaces.ensureCli({ install });
+    return { ok: true, command: found.command, version: found.version };
+  } catch (error) {
+    if (!(error instanceof UserError) || error.exitCode !== ExitCode.missingCli) throw error;
+    return {
+      ok: false,
+      problem: `${error.problem.problem}; got ${error.problem.got}`,
+      fix: error.problem.fix,
+    };
+  }
 }
 
 /** The lines of one stack's part of the report. */
-export function formatStackCheck(check: StackCheck): string[] {
+function formatStackCheck(check: StackCheck): string[] {
   const count = check.problems.length;
   const verdict = count === 0 ? "ready to preview" : `${count} problem${count === 1 ? "" : "s"}`;
   return [
@@ -177,14 +244,14 @@ export function formatStackCheck(check: StackCheck): string[] {
 }
 
 /** The Pulumi CLI's line of the report. */
-export function formatCli(cli: CliProbe): string {
+function formatCli(cli: CliProbe): string {
   return cli.ok
     ? `Pulumi CLI: ${cli.version} (${cli.command})`
     : `Pulumi CLI: ${cli.problem}. ${cli.fix}`;
 }
 
 /** Whether every stack and the CLI are ready. */
-export function isReady(checks: readonly StackCheck[], cli: CliProbe): boolean {
+function isReady(checks: readonly StackCheck[], cli: CliProbe): boolean {
   return cli.ok && checks.every((check) => check.problems.length === 0);
 }
 
@@ -195,7 +262,7 @@ export function readinessExitCode(checks: readonly StackCheck[], cli: CliProbe):
 }
 
 /** The whole report: each stack, the CLI, and a last line that sums it up. */
-export function formatReport(
+export function formatReadiness(
   command: string,
   checks: readonly StackCheck[],
   cli: CliProbe,

@@ -8,7 +8,7 @@ import * as path from "node:path";
 import { parse } from "yaml";
 import { CREDENTIALS } from "../automation/credentials";
 import type { LayerName } from "../automation/layers";
-import { configProblems, isSecureValue } from "../automation/stackValidation";
+import { configProblems, isSecureValue } from "../automation/readiness";
 import { stackFileValues } from "../components/config/stackValues";
 import { PLATFORMS } from "../components/config/schema";
 import { ROOT, STACK_SECRETS, readStackFile, resolveAll, runFoundation, setupRun } from "./harness";

@@ -1,12 +1,12 @@
 // Registers the day-two commands (preflight, upgrade talos|kubernetes, etcd snapshot|restore,
-// replace-node, drift) on the CLI's commander program; the work is in automation/dayTwo/, loaded
-// only when one of these commands runs (`--help` and usage errors load none of it).
+// replace-node, drift, rollout) on the CLI's commander program; the work is in automation/dayTwo/,
+// loaded only when one of these commands runs (`--help` and usage errors load none of it).
 import { type Command, Option } from "commander";
-import * as path from "node:path";
 import type { CliContext } from "../context";
 import { type ExitCodeValue, UserError } from "../errors";
 import { formatDuration, parseDuration } from "../dayTwo/clock";
 import {
+  DEFAULT_DRAIN_TIMEOUT_MS,
   DEFAULT_KEEP_SNAPSHOTS,
   DEFAULT_KUBERNETES_TIMEOUTS,
   DEFAULT_RESTORE_WAIT_MS,
@@ -18,9 +18,6 @@ import {
   talosTarget,
 } from "../dayTwo/options";
 
-/** The day-two commands' implementation, loaded on first use. */
-const dayTwo = () => import("../dayTwo");
-
 /** Examples for the CLI's help. */
 export const DAY_TWO_EXAMPLES = [
   "preflight staging",
@@ -31,6 +28,8 @@ export const DAY_TWO_EXAMPLES = [
   "etcd restore staging --from .pulumi-state/etcd-snapshots/staging/<file>.snapshot",
   "replace-node staging stg-cp-2",
   "drift prod",
+  "rollout staging --dry-run",
+  "rollout prod",
 ];
 
 interface Common {
@@ -86,32 +85,6 @@ function versionOption(flag: string, parse: (value: string) => string, example: 
 const talosVersion = (flag: string) => versionOption(flag, talosTarget, "v1.14.1");
 const kubernetesVersion = (flag: string) => versionOption(flag, kubernetesTarget, "1.37.1");
 
-/**
- * What can be checked before a day-two command takes the stack's lock or looks for the Pulumi
- * CLI: the guard rails, the environment, the stack file's cluster and nodes, and a node's name.
- */
-async function precheck(
-  ctx: CliContext,
-  command: string,
-  env: string,
-  node?: string,
-): Promise<void> {
-  const { checkDayTwoGuard } = await import("../guards");
-  checkDayTwoGuard(command, env, ctx.env);
-  const { readStackCluster } = await dayTwo();
-  const stack = readStackCluster(ctx.repoRoot, env);
-  if (node !== undefined && !stack.nodes.some((n) => n.name === node)) {
-    throw new UserError({
-      what: command,
-      problem: `no node of that name in ${path.basename(stack.file)}`,
-      got: JSON.stringify(node),
-      fix:
-        `Use one of: ${stack.nodes.map((n) => n.name).join(", ")} ` +
-        "(run replace-node before taking the node out of the stack file: docs/runbooks/lost-proxmox-host.md)",
-    });
-  }
-}
-
 /** Adds the day-two commands; `done` receives each command's exit code. */
 export function registerDayTwoCommands(
   program: Command,
@@ -149,8 +122,7 @@ export function registerDayTwoCommands(
         env: string,
         options: Common & { talos?: string; kubernetes?: string; healthTimeout: number },
       ) => {
-        await precheck(ctx, "preflight", env);
-        const { preflight } = await dayTwo();
+        const { preflight } = await import("../dayTwo/preflight/command");
         done(
           await preflight(ctx, {
             env,
@@ -226,8 +198,7 @@ export function registerDayTwoCommands(
           healthTimeout: number;
         },
       ) => {
-        await precheck(ctx, "upgrade talos", env);
-        const { upgradeTalos } = await dayTwo();
+        const { upgradeTalos } = await import("../dayTwo/talosUpgrade");
         done(
           await upgradeTalos(ctx, {
             env,
@@ -286,8 +257,7 @@ export function registerDayTwoCommands(
           healthTimeout: number;
         },
       ) => {
-        await precheck(ctx, "upgrade kubernetes", env);
-        const { upgradeKubernetes } = await dayTwo();
+        const { upgradeKubernetes } = await import("../dayTwo/kubernetesUpgrade");
         done(
           await upgradeKubernetes(ctx, {
             env,
@@ -313,8 +283,7 @@ export function registerDayTwoCommands(
     .addOption(keepOption())
     .addOption(installCli())
     .action(async (env: string, options: Common & { out?: string; keepSnapshots: number }) => {
-      await precheck(ctx, "etcd snapshot", env);
-      const { etcdSnapshot } = await dayTwo();
+      const { etcdSnapshot } = await import("../dayTwo/etcd");
       done(
         await etcdSnapshot(ctx, {
           env,
@@ -354,8 +323,7 @@ export function registerDayTwoCommands(
           waitTimeout: number;
         },
       ) => {
-        await precheck(ctx, "etcd restore", env);
-        const { etcdRestore } = await dayTwo();
+        const { etcdRestore } = await import("../dayTwo/etcd");
         done(
           await etcdRestore(ctx, {
             env,
@@ -379,8 +347,7 @@ export function registerDayTwoCommands(
     .option("--yes", "confirm the etcd member removal in advance")
     .addOption(installCli())
     .action(async (env: string, node: string, options: Common & { yes?: boolean }) => {
-      await precheck(ctx, "replace-node", env, node);
-      const { replaceNode } = await dayTwo();
+      const { replaceNode } = await import("../dayTwo/replaceNode");
       done(
         await replaceNode(ctx, {
           env,
@@ -399,8 +366,59 @@ export function registerDayTwoCommands(
     .argument("<env>", envArgument)
     .addOption(installCli())
     .action(async (env: string, options: Common) => {
-      await precheck(ctx, "drift", env);
-      const { drift } = await dayTwo();
+      const { drift } = await import("../dayTwo/drift");
       done(await drift(ctx, { env, installCli: options.installCli === true }));
     });
+
+  program
+    .command("rollout")
+    .description(
+      "reboot the nodes whose config up staged: control planes one at a time, then workers, gated on quorum and health",
+    )
+    .argument("<env>", envArgument)
+    .addOption(
+      new Option(
+        "--max-unavailable <n>",
+        "workers rebooted at once (default and maximum: cluster.rollout.maxUnavailableWorkers)",
+      ).argParser(parseMaxUnavailable),
+    )
+    .option("--dry-run", "list the nodes with a staged change, and where, without rebooting any")
+    .option(
+      "--no-drain",
+      "reboot without `kubectl drain` first (pods are stopped, not evicted; disruption budgets are not consulted)",
+    )
+    .addOption(
+      waitOption(
+        "--drain-timeout",
+        "how long `kubectl drain` may take to evict a node's pods before the roll stops",
+        DEFAULT_DRAIN_TIMEOUT_MS,
+      ),
+    )
+    .addOption(installCli())
+    .action(
+      async (
+        env: string,
+        options: {
+          maxUnavailable?: number;
+          dryRun?: boolean;
+          installCli?: boolean;
+          drain: boolean;
+          drainTimeout: number;
+        },
+      ) => {
+        const { rollout } = await import("../dayTwo/rollout");
+        done(
+          await rollout(ctx, {
+            env,
+            dryRun: options.dryRun === true,
+            installCli: options.installCli === true,
+            drain: options.drain,
+            drainTimeoutMs: options.drainTimeout,
+            ...(options.maxUnavailable !== undefined
+              ? { maxUnavailable: options.maxUnavailable }
+              : {}),
+          }),
+        );
+      },
+    );
 }

@@ -8,8 +8,7 @@ import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError, translateEngineError } from "../errors";
 import { type LayerName, listEnvironments, resolveLayer, readStackFile } from "../layers";
 import { acquireStackLock, locksDir } from "../lock";
-import { formatReport } from "../readiness";
-import { findCli } from "./readyCheck";
+import { findCli, formatReadiness } from "../readiness";
 import { offlineCheck } from "./validate";
 
 /** `init` as asked. */
@@ -103,10 +102,10 @@ export async function initStack(ctx: CliContext, request: InitRequest): Promise<
     });
   }
 
-  const cli = await findCli(ctx, request.installCli);
+  const cli = await findCli(ctx.workspaces, request.installCli);
   const report = () => offlineCheck(ctx, layer, env);
   if (!cli.ok) {
-    ctx.stderr.write(formatReport(`init ${env}`, [report()], cli));
+    ctx.stderr.write(formatReadiness(`init ${env}`, [report()], cli));
     ctx.stderr.write(
       `init ${target}: the stack is created on its backend once the Pulumi CLI is there; rerun \`npm run platform -- init ${env}${request.layer === "foundation" ? "" : ` --layer ${request.layer}`}\`\n`,
     );
@@ -150,7 +149,7 @@ export async function initStack(ctx: CliContext, request: InitRequest): Promise<
       `with secrets provider ${settings.secrets.provider} (${settings.secrets.source})\n`,
   );
   const check = report();
-  ctx.stdout.write(formatReport(`init ${env}`, [check], cli));
+  ctx.stdout.write(formatReadiness(`init ${env}`, [check], cli));
   // How to keep a credential in the stack itself, encrypted by its secrets provider.
   const shell = Object.entries(settings.envVars)
     .filter(([name]) => name !== "PULUMI_SKIP_UPDATE_CHECK")

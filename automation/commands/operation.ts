@@ -6,8 +6,15 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { chooseBackend, chooseSecretsProvider, resolveStackSettings } from "../backend";
 import type { CliContext } from "../context";
-import { ExitCode, type ExitCodeValue, isStackNotFound, translateEngineError } from "../errors";
-import { type Operation, checkCiState, checkGuards, isCi } from "../guards";
+import {
+  ExitCode,
+  type ExitCodeValue,
+  UserError,
+  isStackNotFound,
+  translateEngineError,
+} from "../errors";
+import { isCi } from "../env";
+import { type Operation, checkCiState, checkGuards } from "../guards";
 import {
   type Layer,
   type LayerName,
@@ -21,18 +28,22 @@ import {
   selectLayers,
 } from "../layers";
 import { type CredentialSource, type ResolvedCredentials } from "../credentials";
-import { fetchGithubIdToken, githubOidcAvailable } from "../githubOidc";
-import { keepLayout, removeConfigKeys } from "../stackFile";
+import { ciAudience, fetchGithubIdToken, githubOidcAvailable } from "../githubOidc";
+import { keepLayout, removeConfigKeys } from "../stackFileRepair";
 import type { StackOperations } from "../workspace";
-import { assertPreflight } from "../dayTwo/preflight";
-import { upPreflight } from "../dayTwo/upPreflight";
-import { acquireStackLock, locksDir } from "../lock";
+import { assertPreflight } from "../dayTwo/preflight/report";
+import { upPreflight } from "../dayTwo/preflight/up";
+import { lockStack } from "../lock";
 import { ProgressRenderer } from "../progress";
-import { prepareRun } from "./readyCheck";
+import {
+  checkStack,
+  findCli,
+  formatReadiness,
+  readinessExitCode,
+  configProblems,
+} from "../readiness";
+import { execBws, listBitwardenSecrets, type SecretsByKey } from "../bitwarden";
 import { previewSection, readSummaryFile, skippedSection, writeSummarySection } from "../summary";
-
-// The lock folder lives with the lock (the day-two commands take the same locks); re-exported.
-export { locksDir } from "../lock";
 
 /** One preview/up/refresh/destroy as the operator asked for it. */
 export interface OperationRequest {
@@ -134,6 +145,67 @@ export async function runOperation(
   return ExitCode.ok;
 }
 
+/** A run that may start: the CLI's version and each layer's credentials. */
+interface ReadyRun {
+  readonly ok: true;
+  readonly cliVersion: string;
+  readonly credentials: ReadonlyMap<LayerName, ResolvedCredentials>;
+}
+
+/**
+ * The Pulumi CLI, Bitwarden and every layer's credentials and config, checked before any engine
+ * work: when anything is missing, the readiness report (what `validate` prints) goes to stderr and
+ * nothing runs.
+ */
+async function prepareRun(
+  ctx: CliContext,
+  request: OperationRequest,
+  layers: readonly Layer[],
+): Promise<ReadyRun | { readonly ok: false; readonly exitCode: ExitCodeValue }> {
+  const runsProgram = request.operation === "preview" || request.operation === "up";
+  const cli = await findCli(ctx.workspaces, request.installCli);
+  // Bitwarden is asked once for the whole run; a failure is one more line of the report.
+  let bitwarden: SecretsByKey | undefined;
+  let bitwardenProblem: string | undefined;
+  try {
+    bitwarden = await listBitwardenSecrets(ctx.env, ctx.bws ?? execBws);
+  } catch (error) {
+    if (!(error instanceof UserError)) throw error;
+    bitwardenProblem = error.message;
+    bitwarden = new Map();
+  }
+  const checks = layers.map((layer) =>
+    checkStack({
+      repoRoot: ctx.repoRoot,
+      layer,
+      env: request.env,
+      processEnv: ctx.env,
+      bitwarden,
+      // In CI the app layer logs into OpenBao with the job's OIDC token, fetched right before the run.
+      runKeys:
+        layer.name === "app" &&
+        githubOidcAvailable(ctx.env) &&
+        ciAudience(layer, request.env) !== undefined
+          ? ["openbaoJwt"]
+          : [],
+      // Only preview and up run the program; refresh and destroy work from the state.
+      validate: runsProgram ? (ctx.validateStack ?? configProblems) : () => [],
+    }),
+  );
+  const code = bitwardenProblem ? ExitCode.usage : readinessExitCode(checks, cli);
+  if (code !== ExitCode.ok || !cli.ok) {
+    // (cli.ok is implied by ExitCode.ok; the check narrows its type)
+    const report = formatReadiness(`${request.operation} ${request.env}`, checks, cli);
+    ctx.stderr.write(bitwardenProblem ? `${bitwardenProblem}\n${report}` : report);
+    return { ok: false, exitCode: code };
+  }
+  return {
+    ok: true,
+    cliVersion: cli.version,
+    credentials: new Map(checks.map((check) => [check.layer, check.credentials])),
+  };
+}
+
 /**
  * Takes out of the stack file the credentials an older version of this CLI left there (it set them
  * as secret config for a run and restored the file in a `finally` that a kill skips), saying so.
@@ -180,15 +252,6 @@ function noteNewDataKey(
       `${path.relative(ctx.repoRoot, after.path)}: commit it, so every checkout and CI keep using this key.` +
       `${layout === "rewritten" ? " The engine rewrote the file (its comments are gone): the file changed during the run." : ""}\n`,
   );
-}
-
-/** The audience of CI's OIDC token: the app stack's `openbao.ci.audience`, default `openbao`. */
-/** The audience of the CI job's OIDC token for OpenBao, when the app stack declares CI roles. */
-export function ciAudience(layer: Layer, env: string): string | undefined {
-  const openbao = readStackFile(layer, env).config[`${layer.project}:openbao`] as
-    { ci?: { audience?: unknown } } | undefined;
-  if (!openbao?.ci) return undefined;
-  return typeof openbao.ci.audience === "string" ? openbao.ci.audience : "openbao";
 }
 
 async function runOnLayer(
@@ -241,15 +304,7 @@ async function runOnLayer(
       `${target}: credentials ${found.map(([key, source]) => `${key} (${source})`).join(", ")}\n`,
     );
   }
-  const lock = acquireStackLock({
-    dir: locksDir(ctx.repoRoot),
-    layer: layer.name,
-    env,
-    command: request.commandLine,
-    pid: ctx.host.pid,
-    host: ctx.host.hostname,
-    isAlive: (pid) => ctx.host.isAlive(pid),
-  });
+  const lock = lockStack(ctx, layer.name, env, request.commandLine);
   const live = ctx.stdout.isTTY === true && !isCi(ctx.env);
   const renderer = new ProgressRenderer({
     out: ctx.stdout,
@@ -295,7 +350,7 @@ async function runOnLayer(
       };
       if (operation === "up" && layer.name === "foundation") {
         // Before any change: the version steps the stack file asks for, the config contract against
-        // the nodes, and etcd bootstrapped only once (automation/dayTwo/upPreflight.ts).
+        // the nodes, and etcd bootstrapped only once (automation/dayTwo/preflight/up.ts).
         const report = await upPreflight(ctx, { stack, stackFile: readStackFile(layer, env), env });
         for (const note of report.notes) ctx.stderr.write(`note: ${note}\n`);
         assertPreflight(target, report);

@@ -12,8 +12,13 @@ import {
   resolveLayer,
   selectLayers,
 } from "../layers";
-import { type StackCheck, checkStack, formatReport, readinessExitCode } from "../readiness";
-import { configProblems } from "../stackValidation";
+import {
+  type StackCheck,
+  checkStack,
+  configProblems,
+  formatReadiness,
+  readinessExitCode,
+} from "../readiness";
 
 /** `validate` as asked. */
 export interface ValidateRequest {
@@ -80,6 +85,6 @@ export function validateStacks(ctx: CliContext, request: ValidateRequest): ExitC
   }
   const checks: StackCheck[] = targets.map(({ layer, env }) => offlineCheck(ctx, layer, env));
   const cli = probePulumiCli(ctx.env);
-  ctx.stdout.write(formatReport("validate", checks, cli));
+  ctx.stdout.write(formatReadiness("validate", checks, cli));
   return readinessExitCode(checks, cli);
 }

@@ -7,6 +7,7 @@ import { ExitCode, UserError } from "../errors";
 import { type DayTwoClock, systemClock } from "./clock";
 import type { TalosClientFactory } from "./talosClient";
 import { TalosctlClient } from "./talosctl";
+import type { CommandRunner } from "./toolRunner";
 
 /** Asks the operator a yes/no question; resolves to their answer. */
 export type Confirm = (question: string) => Promise<boolean>;
@@ -18,6 +19,8 @@ export interface DayTwoDeps {
   readonly confirm: Confirm;
   /** Where the temporary talosconfig folder is created (the OS temp folder by default). */
   readonly tmpDir?: string;
+  /** Runs kubectl (tests: a fake that answers from the fake cluster). @default spawns it */
+  readonly kubectl?: CommandRunner;
 }
 
 /** A CliContext that may carry fakes for the day-two commands (tests). */
@@ -78,12 +81,10 @@ export function dayTwoDeps(ctx: CliContext): DayTwoDeps {
           connection,
           ...(binary ? { binary } : {}),
           progress: progressSink(ctx),
-          ...(connection.clusterTalosVersion
-            ? { clusterTalosVersion: connection.clusterTalosVersion }
-            : {}),
         })),
     clock: given.clock ?? systemClock,
     confirm: given.confirm ?? terminalConfirm(),
     ...(given.tmpDir ? { tmpDir: given.tmpDir } : {}),
+    ...(given.kubectl ? { kubectl: given.kubectl } : {}),
   };
 }

@@ -4,11 +4,10 @@
 import * as path from "node:path";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue } from "../errors";
-import { type DeployedCluster, loadCluster } from "./cluster";
+import type { DeployedCluster } from "./cluster";
 import { configDifferences } from "./configCompare";
-import { dayTwoDeps } from "./deps";
 import { sameVersion } from "./gates";
-import { withTalos } from "./session";
+import { runDayTwo } from "./run";
 import type { TalosClient } from "./talosClient";
 
 /** One node's comparison. */
@@ -149,9 +148,11 @@ export interface DriftCommand {
 
 /** Runs `drift`: 0 when every node matches, 6 on drift, 1 when a node could not be read. */
 export async function drift(ctx: CliContext, request: DriftCommand): Promise<ExitCodeValue> {
-  const deps = dayTwoDeps(ctx);
-  const cluster = await loadCluster(ctx, request.env, request.installCli);
-  const rows = await withTalos(deps, cluster, (client) => compareNodes(client, cluster));
+  const { cluster, rows } = await runDayTwo(
+    ctx,
+    { command: "drift", env: request.env, installCli: request.installCli },
+    async ({ client, cluster }) => ({ cluster, rows: await compareNodes(client, cluster) }),
+  );
   ctx.stdout.write(formatDrift(rows));
   for (const note of cluster.notes) ctx.stdout.write(`note: ${note}\n`);
   const file = path.basename(cluster.stack.file);

@@ -8,16 +8,14 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError } from "../errors";
-import { type DeployedCluster, controlPlanes, loadCluster } from "./cluster";
+import { controlPlanes } from "./cluster";
 import { formatDuration } from "./clock";
-import { type DayTwoDeps, dayTwoDeps } from "./deps";
-import { healthGate } from "./gates";
-import { withFoundationLock } from "./lock";
-import { quorum } from "./preflight";
+import type { DayTwoDeps } from "./deps";
+import { healthGate, quorum } from "./gates";
 import { DEFAULT_RESTORE_WAIT_MS } from "./options";
-import { withTalos } from "./session";
+import { type DayTwoSession, runDayTwo } from "./run";
 import { snapshotDir, takeSnapshot } from "./snapshots";
-import type { ServiceStatus, TalosClient } from "./talosClient";
+import type { ServiceStatus } from "./talosClient";
 
 /** `etcd snapshot` as asked. */
 export interface SnapshotCommand {
@@ -32,17 +30,18 @@ export async function etcdSnapshot(
   ctx: CliContext,
   request: SnapshotCommand,
 ): Promise<ExitCodeValue> {
-  const deps = dayTwoDeps(ctx);
-  const cluster = await loadCluster(ctx, request.env, request.installCli);
-  const snapshot = await withTalos(deps, cluster, (client) =>
-    takeSnapshot({
-      client,
-      cluster,
-      repoRoot: ctx.repoRoot,
-      now: deps.clock.now(),
-      keep: request.keepSnapshots,
-      ...(request.out !== undefined ? { out: path.resolve(ctx.cwd, request.out) } : {}),
-    }),
+  const snapshot = await runDayTwo(
+    ctx,
+    { command: "etcd snapshot", env: request.env, installCli: request.installCli },
+    ({ client, cluster, deps }) =>
+      takeSnapshot({
+        client,
+        cluster,
+        repoRoot: ctx.repoRoot,
+        now: deps.clock.now(),
+        keep: request.keepSnapshots,
+        ...(request.out !== undefined ? { out: path.resolve(ctx.cwd, request.out) } : {}),
+      }),
   );
   ctx.stdout.write(`${snapshot.file}\n`);
   ctx.stderr.write(
@@ -83,7 +82,6 @@ export async function etcdRestore(
   ctx: CliContext,
   request: RestoreCommand,
 ): Promise<ExitCodeValue> {
-  const deps = dayTwoDeps(ctx);
   const file = path.resolve(ctx.cwd, request.from);
   if (!fs.existsSync(file) || !fs.statSync(file).isFile() || fs.statSync(file).size === 0) {
     throw new UserError({
@@ -93,21 +91,19 @@ export async function etcdRestore(
       fix: `Use one taken by \`npm run platform -- etcd snapshot ${request.env}\` (in ${path.relative(ctx.cwd, snapshotDir(ctx.repoRoot, request.env)) || "."}/)`,
     });
   }
-  return withFoundationLock(ctx, request.env, `etcd restore ${request.env}`, async () => {
-    const cluster = await loadCluster(ctx, request.env, request.installCli);
-    return withTalos(deps, cluster, (client) => restore(ctx, deps, client, cluster, request, file));
-  });
+  return runDayTwo(
+    ctx,
+    { command: "etcd restore", env: request.env, installCli: request.installCli },
+    (session) => restore(session, request, file),
+  );
 }
 
 async function restore(
-  ctx: CliContext,
-  deps: DayTwoDeps,
-  client: TalosClient,
-  cluster: DeployedCluster,
+  session: DayTwoSession,
   request: RestoreCommand,
   file: string,
 ): Promise<ExitCodeValue> {
-  const out = (line: string) => ctx.stdout.write(`${line}\n`);
+  const { deps, client, cluster, out } = session;
   const waitMs = request.waitTimeoutMs ?? DEFAULT_RESTORE_WAIT_MS;
   const pollMs = request.pollMs ?? 10_000;
   const cps = controlPlanes(cluster);

@@ -5,9 +5,13 @@
 import type { ClusterNode, DeployedCluster } from "./cluster";
 import { controlPlanes, healthAddress, workers } from "./cluster";
 import { type DayTwoClock, formatDuration } from "./clock";
-import { quorum } from "./preflight";
 import type { TalosClient } from "./talosClient";
 import { normalizeTag } from "./talosctlOutput";
+
+/** etcd's quorum for `members` voting members. */
+export function quorum(members: number): number {
+  return Math.floor(members / 2) + 1;
+}
 
 /** A gate's verdict: pass with what it saw, or stop with why. */
 export type GateResult =

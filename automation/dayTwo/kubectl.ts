@@ -7,11 +7,11 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { ExitCode, UserError } from "../errors";
 import { writePrivateFile } from "../files";
-import { formatDuration, goDuration } from "./clock";
+import { goDuration } from "./clock";
 import type { DayTwoDeps } from "./deps";
-import { spawnRunner, TALOSCTL_TIMEOUTS, type CommandRunner } from "./talosctl";
+import { TALOSCTL_TIMEOUTS } from "./talosctl";
+import { type CommandRunner, Tool } from "./toolRunner";
 
 /** Cordons, drains and uncordons Kubernetes nodes (by their Kubernetes node name). */
 export interface NodeDrainer {
@@ -53,49 +53,26 @@ const KUBECTL_QUERY_MS = 60_000;
 
 /** A NodeDrainer that runs kubectl. */
 export class KubectlDrainer implements NodeDrainer {
-  private readonly binary: string;
-  private readonly run: CommandRunner;
+  private readonly tool: Tool;
 
   constructor(private readonly options: KubectlDrainerOptions) {
-    this.binary = options.binary ?? "kubectl";
-    this.run = options.run ?? spawnRunner;
+    this.tool = new Tool({
+      name: "kubectl",
+      binary: options.binary ?? "kubectl",
+      installHint: KUBECTL_INSTALL_HINT,
+      whenMissing: "it drains each node before its reboot; no node was rebooted",
+      ...(options.run ? { run: options.run } : {}),
+      ...(options.progress ? { progress: options.progress } : {}),
+    });
   }
 
-  private async exec(args: readonly string[], timeoutMs: number, stream = false): Promise<string> {
-    // Only the file's path is passed, never its content.
-    const full = [...args, "--kubeconfig", this.options.kubeconfig];
-    let result;
-    try {
-      result = await this.run(this.binary, full, {
-        timeoutMs,
-        ...(stream && this.options.progress ? { onOutput: this.options.progress } : {}),
-      });
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === "ENOENT" || code === "EACCES") {
-        throw new UserError(
-          {
-            what: "kubectl",
-            problem: `is needed to drain each node before its reboot, and could not be started (${code === "ENOENT" ? "not found" : "not executable"}); no node was rebooted`,
-            got: JSON.stringify(this.binary),
-            fix: KUBECTL_INSTALL_HINT,
-          },
-          ExitCode.missingCli,
-        );
-      }
-      throw error;
-    }
-    if (result.timedOut || result.code !== 0) {
-      const lines = (result.stderr || result.stdout)
-        .trim()
-        .split("\n")
-        .filter((line) => line.trim() !== "");
-      const last = (lines[lines.length - 1] ?? "(no output)").slice(0, 300);
-      throw new Error(
-        `kubectl ${args.join(" ")} ${result.timedOut ? `did not finish within ${formatDuration(timeoutMs)} and was stopped` : `failed (exit ${result.code ?? "killed"})`}: ${last}`,
-      );
-    }
-    return result.stdout;
+  private exec(args: readonly string[], timeoutMs: number, stream = false): Promise<string> {
+    // Only the file's path is passed, never its content; messages name neither.
+    return this.tool.exec([...args, "--kubeconfig", this.options.kubeconfig], {
+      timeoutMs,
+      stream,
+      shown: `kubectl ${args.join(" ")}`,
+    });
   }
 
   async check(): Promise<void> {

@@ -4,19 +4,12 @@
 import * as path from "node:path";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError } from "../errors";
-import { type DeployedCluster, controlPlanes, loadCluster } from "./cluster";
+import { controlPlanes } from "./cluster";
 import { formatDuration } from "./clock";
-import { type DayTwoDeps, dayTwoDeps } from "./deps";
 import { healthGate } from "./gates";
-import { withFoundationLock } from "./lock";
-import { formatReport, liveChecks, observeCluster, preflightError } from "./preflight";
-import { withTalos } from "./session";
-import { takeSnapshot } from "./snapshots";
-import type { TalosClient } from "./talosClient";
-import { finishStackFile } from "./talosUpgrade";
 import { DEFAULT_KUBERNETES_TIMEOUTS, kubernetesTarget } from "./options";
-
-export { DEFAULT_KUBERNETES_TIMEOUTS, kubernetesTarget } from "./options";
+import { type DayTwoSession, runDayTwo } from "./run";
+import { finishStackFile } from "./talosUpgrade";
 
 /** `upgrade kubernetes` as asked. */
 export interface KubernetesUpgradeRequest {
@@ -38,28 +31,24 @@ export async function upgradeKubernetes(
   request: KubernetesUpgradeRequest,
 ): Promise<ExitCodeValue> {
   const to = kubernetesTarget(request.to);
-  const deps = dayTwoDeps(ctx);
-  return withFoundationLock(
+  return runDayTwo(
     ctx,
-    request.env,
-    `upgrade kubernetes ${request.env} --to ${to}`,
-    async () => {
-      const cluster = await loadCluster(ctx, request.env, request.installCli);
-      return withTalos(deps, cluster, (client) => run(ctx, deps, client, cluster, request, to));
+    {
+      command: "upgrade kubernetes",
+      env: request.env,
+      installCli: request.installCli,
+      commandLine: `upgrade kubernetes ${request.env} --to ${to}`,
     },
+    (session) => run(session, request, to),
   );
 }
 
 async function run(
-  ctx: CliContext,
-  deps: DayTwoDeps,
-  client: TalosClient,
-  cluster: DeployedCluster,
+  session: DayTwoSession,
   request: KubernetesUpgradeRequest,
   to: string,
 ): Promise<ExitCodeValue> {
-  const out = (line: string) => ctx.stdout.write(`${line}\n`);
-  const target = `foundation/${request.env}`;
+  const { ctx, deps, client, cluster, out } = session;
   const healthMs = request.healthTimeoutMs ?? DEFAULT_KUBERNETES_TIMEOUTS.healthMs;
   const upgradeMs = request.upgradeTimeoutMs ?? DEFAULT_KUBERNETES_TIMEOUTS.upgradeMs;
   const rerun = `npm run platform -- upgrade kubernetes ${request.env} --to ${to}`;
@@ -70,22 +59,13 @@ async function run(
     );
   };
 
-  const observed = await observeCluster(client, cluster, { healthTimeoutMs: healthMs });
-  const checked = liveChecks(cluster, observed, { kubernetes: to, env: request.env });
-  out(formatReport(`preflight ${target} for Kubernetes ${to}:`, checked).trimEnd());
-  if (!checked.ok) throw preflightError(target, checked);
-
-  const started = deps.clock.now();
-  const snapshot = await takeSnapshot({
-    client,
-    cluster,
-    repoRoot: ctx.repoRoot,
-    now: deps.clock.now(),
-    keep: request.keepSnapshots,
-  });
-  out(
-    `etcd snapshot: ${path.relative(ctx.repoRoot, snapshot.file)} (from ${snapshot.from}, ${snapshot.bytes} bytes)`,
+  await session.preflight(
+    `preflight foundation/${request.env} for Kubernetes ${to}:`,
+    { kubernetes: to, env: request.env },
+    healthMs,
   );
+  const started = deps.clock.now();
+  const snapshot = await session.snapshot(request.keepSnapshots);
 
   const via = controlPlanes(cluster)[0];
   out(`talosctl upgrade-k8s --to ${to} --dry-run (on ${via.name}):`);

@@ -6,12 +6,10 @@
 import * as path from "node:path";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError } from "../errors";
-import { type ClusterNode, type DeployedCluster, controlPlanes, loadCluster } from "./cluster";
-import { type DayTwoDeps, dayTwoDeps } from "./deps";
-import { withFoundationLock } from "./lock";
-import { quorum } from "./preflight";
-import { withTalos } from "./session";
-import type { EtcdMember, TalosClient } from "./talosClient";
+import { type ClusterNode, controlPlanes } from "./cluster";
+import { quorum } from "./gates";
+import { type DayTwoSession, runDayTwo } from "./run";
+import type { EtcdMember } from "./talosClient";
 
 /** `replace-node` as asked. */
 export interface ReplaceNodeCommand {
@@ -26,23 +24,26 @@ export async function replaceNode(
   ctx: CliContext,
   request: ReplaceNodeCommand,
 ): Promise<ExitCodeValue> {
-  const deps = dayTwoDeps(ctx);
-  return withFoundationLock(
+  return runDayTwo(
     ctx,
-    request.env,
-    `replace-node ${request.env} ${request.node}`,
-    async () => {
-      const cluster = await loadCluster(ctx, request.env, request.installCli);
-      const node = cluster.nodes.find((n) => n.name === request.node);
+    {
+      command: "replace-node",
+      env: request.env,
+      installCli: request.installCli,
+      node: request.node,
+      commandLine: `replace-node ${request.env} ${request.node}`,
+    },
+    (session) => {
+      const node = session.cluster.nodes.find((n) => n.name === request.node);
       if (!node) {
         throw new UserError({
           what: "replace-node",
           problem: `no deployed node of ${request.env} has that name`,
           got: JSON.stringify(request.node),
-          fix: `Use one of: ${cluster.nodes.map((n) => n.name).join(", ")}`,
+          fix: `Use one of: ${session.cluster.nodes.map((n) => n.name).join(", ")}`,
         });
       }
-      return withTalos(deps, cluster, (client) => run(ctx, deps, client, cluster, node, request));
+      return run(session, node, request);
     },
   );
 }
@@ -52,14 +53,11 @@ function message(error: unknown): string {
 }
 
 async function run(
-  ctx: CliContext,
-  deps: DayTwoDeps,
-  client: TalosClient,
-  cluster: DeployedCluster,
+  session: DayTwoSession,
   node: ClusterNode,
   request: ReplaceNodeCommand,
 ): Promise<ExitCodeValue> {
-  const out = (line: string) => ctx.stdout.write(`${line}\n`);
+  const { deps, client, cluster, out } = session;
   const refuse = (problem: string, got: string, fix: string): never => {
     throw new UserError(
       { what: `replace-node ${request.env} ${node.name}`, problem, got, fix },

@@ -12,31 +12,20 @@
 import { readStackFile, resolveLayer } from "../layers";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError } from "../errors";
-import { checkDayTwoGuard } from "../guards";
-import { type ClusterNode, type DeployedCluster, loadCluster } from "./cluster";
+import type { ClusterNode } from "./cluster";
 import { formatDuration } from "./clock";
 import { configDifferences } from "./configCompare";
-import { type DayTwoContext, dayTwoDeps, progressSink } from "./deps";
+import { type DayTwoDeps, progressSink } from "./deps";
 import { healthGate, quorumGate, waitForNode } from "./gates";
 import { KubectlDrainer, type NodeDrainer, withKubeconfig } from "./kubectl";
-import { withFoundationLock } from "./lock";
 import {
-  type RolloutClient,
-  type RolloutClientFactory,
-  TalosctlRolloutClient,
-} from "./rolloutClient";
-import { DEFAULT_DRAIN_TIMEOUT_MS } from "./options";
-import { withTalos } from "./session";
-import type { CommandRunner } from "./talosctl";
+  DEFAULT_DRAIN_TIMEOUT_MS,
+  DEFAULT_ROLLOUT_TIMEOUTS,
+  type RolloutTimeouts,
+} from "./options";
+import { type DayTwoSession, runDayTwo } from "./run";
 import type { TalosClient } from "./talosClient";
-import { DEFAULT_ROLLOUT_TIMEOUTS, type RolloutTimeouts, upgradeBatches } from "./talosUpgrade";
-
-/** A CliContext that may carry a fake rollout client and a fake kubectl (tests). */
-export interface RolloutContext extends DayTwoContext {
-  readonly rolloutTalos?: RolloutClientFactory;
-  /** Runs kubectl instead of spawning it. */
-  readonly rolloutKubectl?: CommandRunner;
-}
+import { upgradeBatches } from "./talosUpgrade";
 
 /** `rollout` as asked. */
 export interface RolloutRequest {
@@ -72,13 +61,12 @@ export function maxUnavailableWorkers(repoRoot: string, env: string): number {
 /** Nodes whose staged config differs from the running one, in stack order. */
 export async function pendingNodes(
   talos: TalosClient,
-  rollout: RolloutClient,
   nodes: readonly ClusterNode[],
 ): Promise<PendingNode[]> {
   const pending: PendingNode[] = [];
   for (const node of nodes) {
     const differences = configDifferences(
-      await rollout.stagedConfig(node.address),
+      await talos.stagedConfig(node.address),
       await talos.machineConfig(node.address),
     ).map((d) =>
       d
@@ -90,18 +78,6 @@ export async function pendingNodes(
   return pending;
 }
 
-function rolloutFactory(ctx: CliContext): RolloutClientFactory {
-  const given = (ctx as RolloutContext).rolloutTalos;
-  if (given) return given;
-  const binary = ctx.env.TALOSCTL;
-  return (connection) =>
-    new TalosctlRolloutClient({
-      connection,
-      ...(binary ? { binary } : {}),
-      progress: (text) => ctx.stderr.write(text),
-    });
-}
-
 /**
  * The Kubernetes name of a node: Talos registers the kubelet under its hostname (lowercased, `_`
  * as `-`: nodename.FromHostname), and the program sets each node's hostname to its stack name, a
@@ -111,8 +87,8 @@ export function kubernetesNodeName(node: ClusterNode): string {
   return node.name;
 }
 
-function drainerOn(ctx: CliContext, kubeconfig: string): NodeDrainer {
-  const run = (ctx as RolloutContext).rolloutKubectl;
+function drainerOn(ctx: CliContext, deps: DayTwoDeps, kubeconfig: string): NodeDrainer {
+  const run = deps.kubectl;
   const binary = ctx.env.KUBECTL;
   return new KubectlDrainer({
     kubeconfig,
@@ -124,8 +100,6 @@ function drainerOn(ctx: CliContext, kubeconfig: string): NodeDrainer {
 
 /** Runs `rollout`. */
 export async function rollout(ctx: CliContext, request: RolloutRequest): Promise<ExitCodeValue> {
-  // A dry run reboots nothing, so CI may run it; the roll itself is an operator's.
-  if (request.dryRun !== true) checkDayTwoGuard("rollout", request.env, ctx.env);
   const allowed = maxUnavailableWorkers(ctx.repoRoot, request.env);
   const maxUnavailable = request.maxUnavailable ?? allowed;
   if (maxUnavailable > allowed) {
@@ -136,27 +110,27 @@ export async function rollout(ctx: CliContext, request: RolloutRequest): Promise
       fix: `Use at most ${allowed}, or raise cluster.rollout.maxUnavailableWorkers in Pulumi.${request.env}.yaml`,
     });
   }
-  const deps = dayTwoDeps(ctx);
-  const commandLine = `rollout ${request.env}${request.dryRun ? " --dry-run" : ""}${request.drain === false ? " --no-drain" : ""}`;
-  return withFoundationLock(ctx, request.env, commandLine, async () => {
-    const cluster = await loadCluster(ctx, request.env, request.installCli);
-    return withTalos(deps, cluster, (client, connection) =>
-      roll(ctx, client, rolloutFactory(ctx)(connection), cluster, request, maxUnavailable),
-    );
-  });
+  return runDayTwo(
+    ctx,
+    {
+      command: "rollout",
+      env: request.env,
+      installCli: request.installCli,
+      // A dry run reboots nothing, so CI may run it; the roll itself is an operator's.
+      readOnly: request.dryRun,
+      commandLine: `rollout ${request.env}${request.drain === false ? " --no-drain" : ""}`,
+    },
+    (session) => roll(session, request, maxUnavailable),
+  );
 }
 
 async function roll(
-  ctx: CliContext,
-  client: TalosClient,
-  rolloutClient: RolloutClient,
-  cluster: DeployedCluster,
+  session: DayTwoSession,
   request: RolloutRequest,
   maxUnavailable: number,
 ): Promise<ExitCodeValue> {
-  const deps = dayTwoDeps(ctx);
-  const out = (line: string) => ctx.stdout.write(`${line}\n`);
-  const pending = await pendingNodes(client, rolloutClient, cluster.nodes);
+  const { ctx, deps, client, cluster, out } = session;
+  const pending = await pendingNodes(client, cluster.nodes);
   if (pending.length === 0) {
     out(`rollout ${request.env}: no node has a staged change; nothing to reboot`);
     return ExitCode.ok;
@@ -172,7 +146,7 @@ async function roll(
     return ExitCode.ok;
   }
   const rollWith = (drainer: NodeDrainer | undefined) =>
-    rollNodes(ctx, client, rolloutClient, cluster, request, maxUnavailable, pending, drainer);
+    rollNodes(session, request, maxUnavailable, pending, drainer);
   if (request.drain === false) {
     out("--no-drain: nodes are rebooted without a drain (pods are stopped, not evicted)");
     return rollWith(undefined);
@@ -190,7 +164,7 @@ async function roll(
     );
   }
   return withKubeconfig(deps, cluster.kubeconfig, async (file) => {
-    const drainer = drainerOn(ctx, file);
+    const drainer = drainerOn(ctx, deps, file);
     // Refused before anything is touched when kubectl is missing.
     await drainer.check();
     return rollWith(drainer);
@@ -198,19 +172,16 @@ async function roll(
 }
 
 async function rollNodes(
-  ctx: CliContext,
-  client: TalosClient,
-  rolloutClient: RolloutClient,
-  cluster: DeployedCluster,
+  session: DayTwoSession,
   request: RolloutRequest,
   maxUnavailable: number,
   pending: readonly PendingNode[],
   drainer: NodeDrainer | undefined,
 ): Promise<ExitCodeValue> {
-  const deps = dayTwoDeps(ctx);
+  const { deps, client, cluster } = session;
   const timeouts = { ...DEFAULT_ROLLOUT_TIMEOUTS, ...request.timeouts };
   const drainTimeoutMs = request.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
-  const out = (line: string) => ctx.stdout.write(`${line}\n`);
+  const { out } = session;
   const before = await healthGate(client, cluster, timeouts.healthMs);
   if (!before.ok) {
     throw new UserError(
@@ -229,10 +200,7 @@ async function rollNodes(
   const done: ClusterNode[] = [];
   for (const batch of upgradeBatches(nodes, maxUnavailable)) {
     const stop = await rebootBatch(
-      ctx,
-      client,
-      rolloutClient,
-      cluster,
+      session,
       batch,
       timeouts,
       drainer ? { drainer, timeoutMs: drainTimeoutMs } : undefined,
@@ -309,10 +277,11 @@ interface Drain {
   readonly timeoutMs: number;
 }
 
+/** Why a step failed, in one line: what ran, how it failed and its last output line (no fix). */
 function reasonOf(error: unknown): string {
-  return error instanceof UserError
-    ? `${error.problem.what} ${error.problem.problem}`
-    : String((error as Error)?.message ?? error);
+  if (!(error instanceof UserError)) return String((error as Error)?.message ?? error);
+  const { what, problem, got } = error.problem;
+  return `${what} ${problem}${got ? `: ${got}` : ""}`;
 }
 
 /**
@@ -320,11 +289,10 @@ function reasonOf(error: unknown): string {
  * then drains them all at once; resolves to the first failure.
  */
 async function drainBatch(
-  ctx: CliContext,
+  out: (line: string) => void,
   batch: readonly ClusterNode[],
   drain: Drain,
 ): Promise<{ node: ClusterNode; reason: string } | undefined> {
-  const out = (line: string) => ctx.stdout.write(`${line}\n`);
   for (const node of batch) {
     try {
       await drain.drainer.cordon(kubernetesNodeName(node));
@@ -349,16 +317,12 @@ async function drainBatch(
 
 /** Reboots one batch (a control plane, or up to maxUnavailable workers) through every gate. */
 async function rebootBatch(
-  ctx: CliContext,
-  client: TalosClient,
-  rolloutClient: RolloutClient,
-  cluster: DeployedCluster,
+  session: DayTwoSession,
   batch: readonly ClusterNode[],
   timeouts: RolloutTimeouts,
   drain: Drain | undefined,
 ): Promise<Stop | undefined> {
-  const deps = dayTwoDeps(ctx);
-  const out = (line: string) => ctx.stdout.write(`${line}\n`);
+  const { ctx, deps, client, cluster, out } = session;
   if (ctx.signal?.aborted) {
     return {
       node: batch[0],
@@ -376,7 +340,7 @@ async function rebootBatch(
   // before someone looked at it).
   const cordoned = drain ? batch : [];
   if (drain) {
-    const failed = await drainBatch(ctx, batch, drain);
+    const failed = await drainBatch(out, batch, drain);
     if (failed) return { node: failed.node, step: "drain", reason: failed.reason, cordoned };
     out(`${batch.map((n) => n.name).join(", ")}: drained`);
     if (ctx.signal?.aborted) {
@@ -386,7 +350,7 @@ async function rebootBatch(
   const results = await Promise.allSettled(
     batch.map((node) => {
       out(`${node.name} (${node.address}): rebooting into its staged config`);
-      return rolloutClient.reboot(node.address, timeouts.upgradeMs);
+      return client.reboot(node.address, timeouts.upgradeMs);
     }),
   );
   for (const [i, node] of batch.entries()) {
@@ -405,7 +369,7 @@ async function rebootBatch(
     });
     if (!back.ok) return { node, step: "come back", reason: back.reason, cordoned };
     const left = configDifferences(
-      await rolloutClient.stagedConfig(node.address),
+      await client.stagedConfig(node.address),
       await client.machineConfig(node.address),
     );
     if (left.length > 0) {
@@ -421,7 +385,7 @@ async function rebootBatch(
   // so a cordoned node would fail it until its timeout.
   if (drain) {
     for (const [i, node] of batch.entries()) {
-      const ready = await waitForKubernetesReady(ctx, drain.drainer, node, timeouts);
+      const ready = await waitForKubernetesReady(deps, drain.drainer, node, timeouts);
       if (!ready.ok) {
         return { node, step: "node ready", reason: ready.reason, cordoned: batch.slice(i) };
       }
@@ -447,12 +411,12 @@ async function rebootBatch(
  * back count as not yet Ready.
  */
 async function waitForKubernetesReady(
-  ctx: CliContext,
+  deps: DayTwoDeps,
   drainer: NodeDrainer,
   node: ClusterNode,
   timeouts: RolloutTimeouts,
 ): Promise<{ ok: true } | { ok: false; reason: string }> {
-  const clock = dayTwoDeps(ctx).clock;
+  const clock = deps.clock;
   const start = clock.now();
   let last = "its Ready condition is not True";
   for (;;) {

@@ -10,8 +10,6 @@ import type { DeployedCluster } from "./cluster";
 import { controlPlanes } from "./cluster";
 import type { TalosClient } from "./talosClient";
 
-export { DEFAULT_KEEP_SNAPSHOTS, parseKeep } from "./options";
-
 /** The folder of one environment's snapshots. */
 export function snapshotDir(repoRoot: string, env: string): string {
   return path.join(stateDir(repoRoot), "etcd-snapshots", env);

@@ -44,6 +44,13 @@ export interface TalosClient {
   kubeletVersion(node: string): Promise<string>;
   /** The machine config the node runs, as YAML (all documents). A secret: never print it. */
   machineConfig(node: string): Promise<string>;
+  /**
+   * The config the node keeps on disk (MachineConfig `persistent`): ahead of the running one when a
+   * change was staged for the next reboot. A secret: never print it.
+   */
+  stagedConfig(node: string): Promise<string>;
+  /** Reboots one node and waits until it is back (`talosctl reboot --wait`). */
+  reboot(node: string, timeoutMs: number): Promise<void>;
   /** Waits until the cluster is healthy (Talos' own checks: etcd, kubelet, API server, nodes ready). */
   health(check: HealthCheck): Promise<void>;
   /** The etcd members, as seen by one control plane. */

@@ -5,32 +5,13 @@
 import * as path from "node:path";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError } from "../errors";
-import {
-  type ClusterNode,
-  type DeployedCluster,
-  controlPlanes,
-  loadCluster,
-  workers,
-} from "./cluster";
+import { type ClusterNode, type DeployedCluster, controlPlanes, workers } from "./cluster";
 import { formatDuration } from "./clock";
-import { type DayTwoDeps, dayTwoDeps } from "./deps";
 import { healthGate, quorumGate, sameVersion, versionGate, waitForNode } from "./gates";
-import { withFoundationLock } from "./lock";
-import { formatReport, liveChecks, observeCluster, preflightError } from "./preflight";
-import { withTalos } from "./session";
-import { takeSnapshot } from "./snapshots";
-import { applyBump, describeBump, planBump } from "./stackFile";
-import type { TalosClient } from "./talosClient";
-import { retagImage } from "./talosctlOutput";
-
 import { DEFAULT_ROLLOUT_TIMEOUTS, type RolloutTimeouts, talosTarget } from "./options";
-
-export {
-  DEFAULT_ROLLOUT_TIMEOUTS,
-  parseMaxUnavailable,
-  type RolloutTimeouts,
-  talosTarget,
-} from "./options";
+import { type DayTwoSession, runDayTwo } from "./run";
+import { retagImage } from "./talosctlOutput";
+import { applyBump, describeBump, planBump } from "./versionBump";
 
 /** `upgrade talos` as asked. */
 export interface TalosUpgradeRequest {
@@ -77,36 +58,32 @@ export async function upgradeTalos(
   request: TalosUpgradeRequest,
 ): Promise<ExitCodeValue> {
   const to = talosTarget(request.to);
-  const deps = dayTwoDeps(ctx);
-  const commandLine = `upgrade talos ${request.env} --to ${to}${request.resume ? " --resume" : ""}`;
-  return withFoundationLock(ctx, request.env, commandLine, async () => {
-    const cluster = await loadCluster(ctx, request.env, request.installCli);
-    return withTalos(deps, cluster, (client) => roll(ctx, deps, client, cluster, request, to));
-  });
+  return runDayTwo(
+    ctx,
+    {
+      command: "upgrade talos",
+      env: request.env,
+      installCli: request.installCli,
+      commandLine: `upgrade talos ${request.env} --to ${to}${request.resume ? " --resume" : ""}`,
+    },
+    (session) => roll(session, request, to),
+  );
 }
 
 async function roll(
-  ctx: CliContext,
-  deps: DayTwoDeps,
-  client: TalosClient,
-  cluster: DeployedCluster,
+  session: DayTwoSession,
   request: TalosUpgradeRequest,
   to: string,
 ): Promise<ExitCodeValue> {
+  const { ctx, deps, client, cluster, out } = session;
   const timeouts = { ...DEFAULT_ROLLOUT_TIMEOUTS, ...request.timeouts };
-  const out = (line: string) => ctx.stdout.write(`${line}\n`);
-  const target = `foundation/${request.env}`;
 
   // Preflight: everything at once, before any change.
-  const observed = await observeCluster(client, cluster, { healthTimeoutMs: timeouts.healthMs });
-  const checked = liveChecks(cluster, observed, {
-    talos: to,
-    resume: request.resume,
-    needsInstallerImages: true,
-    env: request.env,
-  });
-  out(formatReport(`preflight ${target} for Talos ${to}:`, checked).trimEnd());
-  if (!checked.ok) throw preflightError(target, checked);
+  const { observed } = await session.preflight(
+    `preflight foundation/${request.env} for Talos ${to}:`,
+    { talos: to, resume: request.resume, needsInstallerImages: true, env: request.env },
+    timeouts.healthMs,
+  );
 
   const versions = new Map(observed.nodes.map((n) => [n.node.name, n.talos ?? ""]));
   const already = cluster.nodes.filter((n) => sameVersion(versions.get(n.name) ?? "", to));
@@ -159,17 +136,7 @@ async function roll(
           ? `, then ${workerCount} worker${workerCount === 1 ? "" : "s"} (${request.maxUnavailable} at a time)`
           : ""),
     );
-    const snapshot = await takeSnapshot({
-      client,
-      cluster,
-      repoRoot: ctx.repoRoot,
-      now: deps.clock.now(),
-      keep: request.keepSnapshots,
-    });
-    snapshotFile = snapshot.file;
-    out(
-      `etcd snapshot: ${path.relative(ctx.repoRoot, snapshot.file)} (from ${snapshot.from}, ${snapshot.bytes} bytes)`,
-    );
+    snapshotFile = (await session.snapshot(request.keepSnapshots)).file;
 
     let index = 0;
     batches: for (const batch of batches) {

@@ -1,11 +1,7 @@
-// The talosctl-backed TalosClient: one talosctl process per call, always with the cluster's own
-// talosconfig (a 0600 temp file), the control planes as endpoints and exactly the node it targets,
-// so the operator's ~/.talos/config and its current context never matter. Every call has a time-out
-// after which talosctl is stopped. talosctl runs in a process group of its own: a Ctrl-C in the
-// terminal reaches the CLI (which finishes the step under way) but never an upgrade half-way.
-import { spawn } from "node:child_process";
-import { signalGroup, trackChildGroup } from "../childGroups";
-import { ExitCode, UserError } from "../errors";
+// The talosctl-backed TalosClient: one talosctl process per call (through the tool runner), always
+// with the cluster's own talosconfig (a 0600 temp file), the control planes as endpoints and exactly
+// the node it targets, so the operator's ~/.talos/config and its current context never matter.
+// Every call has a time-out after which talosctl is stopped.
 import { formatDuration, goDuration } from "./clock";
 import type {
   EtcdMember,
@@ -23,78 +19,7 @@ import {
   parseServerVersion,
   parseServiceStatus,
 } from "./talosctlOutput";
-
-/** What a finished process left. */
-export interface CommandResult {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-  /** The run was stopped because it took longer than its time-out. */
-  readonly timedOut: boolean;
-  /** The signal that ended it, when one did. */
-  readonly signal?: NodeJS.Signals;
-}
-
-/** How one process runs. */
-export interface RunOptions {
-  readonly timeoutMs: number;
-  /** Receives output as it arrives (progress of long commands); never used for secret output. */
-  readonly onOutput?: (text: string) => void;
-}
-
-/** Runs a program; rejects only when it cannot be started (ENOENT when it is missing). */
-export type CommandRunner = (
-  command: string,
-  args: readonly string[],
-  options: RunOptions,
-) => Promise<CommandResult>;
-
-/** Output beyond this is dropped (a runaway process must not exhaust memory). */
-const MAX_OUTPUT = 16 * 1024 * 1024;
-/** After SIGTERM on time-out, how long talosctl gets before SIGKILL. */
-const KILL_GRACE_MS = 5_000;
-
-/**
- * The real runner: child_process.spawn, no shell, stdin closed, in a process group of its own
- * (`detached`: a new session on POSIX), so signals meant for the CLI's group never reach it.
- */
-export const spawnRunner: CommandRunner = (command, args, options) =>
-  new Promise((resolve, reject) => {
-    const child = spawn(command, [...args], { stdio: ["ignore", "pipe", "pipe"], detached: true });
-    const untrack = child.pid === undefined ? () => {} : trackChildGroup(child.pid);
-    const stop = (signal: NodeJS.Signals) => {
-      if (child.pid === undefined || !signalGroup(child.pid, signal)) child.kill(signal);
-    };
-    let stdout = "";
-    let stderr = "";
-    let timedOut = false;
-    const collect = (which: "out" | "err") => (chunk: Buffer) => {
-      const text = chunk.toString("utf8");
-      options.onOutput?.(text);
-      if (which === "out" && stdout.length < MAX_OUTPUT) stdout += text;
-      if (which === "err" && stderr.length < MAX_OUTPUT) stderr += text;
-    };
-    child.stdout.on("data", collect("out"));
-    child.stderr.on("data", collect("err"));
-    let killer: NodeJS.Timeout | undefined;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      stop("SIGTERM");
-      killer = setTimeout(() => stop("SIGKILL"), KILL_GRACE_MS);
-    }, options.timeoutMs);
-    child.on("error", (error) => {
-      clearTimeout(timer);
-      if (killer) clearTimeout(killer);
-      untrack();
-      reject(error);
-    });
-    child.on("close", (code, signal) => {
-      clearTimeout(timer);
-      if (killer) clearTimeout(killer);
-      untrack();
-      resolve({ code, stdout, stderr, timedOut, ...(signal ? { signal } : {}) });
-    });
-  });
+import { type CommandRunner, Tool } from "./toolRunner";
 
 /** Time-outs of each kind of call. */
 export const TALOSCTL_TIMEOUTS = {
@@ -113,10 +38,8 @@ export interface TalosctlOptions {
   /** The talosctl program (TALOSCTL, else `talosctl` on PATH). */
   readonly binary?: string;
   readonly run?: CommandRunner;
-  /** Progress of long commands (upgrade, upgrade-k8s, health) goes here. */
+  /** Progress of long commands (upgrade, upgrade-k8s, health, reboot) goes here. */
   readonly progress?: (text: string) => void;
-  /** The cluster's Talos version, for the install hint when talosctl is missing. */
-  readonly clusterTalosVersion?: string;
 }
 
 /** The install hint when talosctl is missing: the release of the cluster's Talos version. */
@@ -128,89 +51,48 @@ export function installHint(talosVersion: string | undefined): string {
     : "Install talosctl of the cluster's Talos minor (https://github.com/siderolabs/talos/releases) on PATH, or set TALOSCTL to its path";
 }
 
+/** One call: its time-out, whether its output streams, and the node it targets (none: local). */
+interface Call {
+  readonly node?: string;
+  readonly timeoutMs: number;
+  readonly stream?: boolean;
+}
+
 /** A TalosClient that runs talosctl. */
 export class TalosctlClient implements TalosClient {
-  private readonly binary: string;
-  private readonly run: CommandRunner;
+  private readonly tool: Tool;
 
   constructor(private readonly options: TalosctlOptions) {
-    this.binary = options.binary ?? "talosctl";
-    this.run = options.run ?? spawnRunner;
+    this.tool = new Tool({
+      name: "talosctl",
+      binary: options.binary ?? "talosctl",
+      installHint: installHint(options.connection.clusterTalosVersion),
+      ...(options.run ? { run: options.run } : {}),
+      ...(options.progress ? { progress: options.progress } : {}),
+    });
   }
 
-  /** The flags every cluster call carries. */
-  private connectionArgs(node: string): string[] {
-    return [
-      "--talosconfig",
-      this.options.connection.talosconfig,
-      "--endpoints",
-      this.options.connection.endpoints.join(","),
-      "--nodes",
-      node,
-    ];
+  /** The full arguments and how the command is shown: never the talosconfig's path. */
+  private command(args: readonly string[], call: Call) {
+    const { talosconfig, endpoints } = this.options.connection;
+    const target =
+      call.node === undefined
+        ? []
+        : ["--talosconfig", talosconfig, "--endpoints", endpoints.join(","), "--nodes", call.node];
+    return {
+      args: [...args, ...target],
+      shown: `talosctl ${args.join(" ")}${call.node === undefined ? "" : ` --nodes ${call.node}`}`,
+    };
   }
 
-  /** Runs talosctl; rejects only when it cannot be started (with the install hint). */
-  private async start(
-    args: readonly string[],
-    call: { readonly node?: string; readonly timeoutMs: number; readonly stream?: boolean },
-  ): Promise<CommandResult> {
-    const fullArgs =
-      call.node === undefined ? [...args] : [...args, ...this.connectionArgs(call.node)];
-    try {
-      return await this.run(this.binary, fullArgs, {
-        timeoutMs: call.timeoutMs,
-        ...(call.stream && this.options.progress ? { onOutput: this.options.progress } : {}),
-      });
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === "ENOENT" || code === "EACCES") {
-        throw new UserError(
-          {
-            what: "talosctl",
-            problem: `could not be started (${code === "ENOENT" ? "not found" : "not executable"})`,
-            got: JSON.stringify(this.binary),
-            fix: installHint(this.options.clusterTalosVersion),
-          },
-          ExitCode.missingCli,
-        );
-      }
-      throw error;
-    }
-  }
-
-  private async exec(
-    args: readonly string[],
-    call: { readonly node?: string; readonly timeoutMs: number; readonly stream?: boolean },
-  ): Promise<string> {
-    const result = await this.start(args, call);
-    const shown = shownCommand(args, call.node);
-    if (result.timedOut) {
-      throw new UserError(
-        {
-          what: shown,
-          problem: `did not finish within ${formatDuration(call.timeoutMs)} and was stopped`,
-          got: JSON.stringify(lastLine(result.stderr || result.stdout)),
-          fix: "Check that the node is reachable on port 50000 and look at `talosctl dmesg` / `talosctl logs` on it",
-        },
-        ExitCode.failed,
-      );
-    }
-    if (result.code !== 0) {
-      throw new UserError(
-        {
-          what: shown,
-          problem:
-            result.code === null
-              ? `was killed (${result.signal ?? "by a signal"}) before it finished`
-              : `failed with exit code ${result.code}`,
-          got: JSON.stringify(lastLine(result.stderr || result.stdout)),
-          fix: "Fix the cause (the node's state, its reachability) and rerun",
-        },
-        ExitCode.failed,
-      );
-    }
-    return result.stdout;
+  private exec(args: readonly string[], call: Call): Promise<string> {
+    const { args: full, shown } = this.command(args, call);
+    return this.tool.exec(full, {
+      timeoutMs: call.timeoutMs,
+      ...(call.stream ? { stream: true } : {}),
+      shown,
+      fix: "Fix the cause (the node's state, its reachability) and rerun",
+    });
   }
 
   async clientVersion(): Promise<string> {
@@ -243,32 +125,48 @@ export class TalosctlClient implements TalosClient {
     );
   }
 
+  async stagedConfig(node: string): Promise<string> {
+    return parseMachineConfig(
+      await this.exec(["get", "machineconfig", "persistent", "--output", "yaml"], {
+        node,
+        timeoutMs: TALOSCTL_TIMEOUTS.query,
+      }),
+    );
+  }
+
+  async reboot(node: string, timeoutMs: number): Promise<void> {
+    await this.exec(["reboot", "--wait", "--timeout", goDuration(timeoutMs)], {
+      node,
+      timeoutMs: timeoutMs + TALOSCTL_TIMEOUTS.margin,
+      stream: true,
+    });
+  }
+
   async health(check: HealthCheck): Promise<void> {
     const args = ["health", "--wait-timeout", goDuration(check.timeoutMs)];
     if (check.controlPlanes.length > 0)
       args.push("--control-plane-nodes", check.controlPlanes.join(","));
     if (check.workers.length > 0) args.push("--worker-nodes", check.workers.join(","));
-    const result = await this.start(args, {
-      node: check.via,
-      timeoutMs: check.timeoutMs + TALOSCTL_TIMEOUTS.margin,
+    const call = { node: check.via, timeoutMs: check.timeoutMs + TALOSCTL_TIMEOUTS.margin };
+    const { args: full, shown } = this.command(args, call);
+    const toolCall = {
+      timeoutMs: call.timeoutMs,
       stream: true,
-    });
+      shown,
+      fix: "Fix what it names (talosctl -n <node> dmesg, kubectl get nodes), or, if it only needs longer, give the command a larger --health-timeout",
+    };
+    const result = await this.tool.start(full, toolCall);
     if (result.code === 0 && !result.timedOut) return;
     // talosctl retries a failing check until --wait-timeout, printing its error each time; its
     // final line is only the gRPC deadline. The check it last reported failing says what is wrong.
     const failure = parseHealthFailure(`${result.stderr}\n${result.stdout}`);
-    throw new UserError(
-      {
-        what: shownCommand(args, check.via),
-        problem: failure
-          ? `the check "${failure.check}" did not pass (waited up to ${formatDuration(check.timeoutMs)})`
-          : result.timedOut
-            ? `did not finish within ${formatDuration(check.timeoutMs + TALOSCTL_TIMEOUTS.margin)} and was stopped`
-            : `failed with exit code ${result.code ?? "(killed)"} before any check reported`,
-        got: JSON.stringify(failure ? failure.reason : lastLine(result.stderr || result.stdout)),
-        fix: "Fix what it names (talosctl -n <node> dmesg, kubectl get nodes), or, if it only needs longer, give the command a larger --health-timeout",
+    throw this.tool.failure(
+      result,
+      toolCall,
+      failure && {
+        problem: `the check "${failure.check}" did not pass (waited up to ${formatDuration(check.timeoutMs)})`,
+        got: JSON.stringify(failure.reason),
       },
-      ExitCode.failed,
     );
   }
 
@@ -339,18 +237,4 @@ export class TalosctlClient implements TalosClient {
     if (skipHashCheck) args.push("--recover-skip-hash-check");
     await this.exec(args, { node, timeoutMs: TALOSCTL_TIMEOUTS.bootstrap });
   }
-}
-
-/** The command as shown in messages: its arguments and the node, never the talosconfig path. */
-function shownCommand(args: readonly string[], node: string | undefined): string {
-  return `talosctl ${args.join(" ")}${node === undefined ? "" : ` --nodes ${node}`}`;
-}
-
-function lastLine(text: string): string {
-  const lines = text
-    .trim()
-    .split("\n")
-    .filter((line) => line.trim() !== "");
-  const line = lines[lines.length - 1] ?? "(no output)";
-  return line.length > 300 ? `${line.slice(0, 300)}…` : line;
 }

@@ -4,7 +4,7 @@ import * as path from "node:path";
 import { runCli } from "../../automation/cli";
 import { ExitCode } from "../../automation/errors";
 import { missingCliError } from "../../automation/pulumiCli";
-import { configProblems } from "../../automation/stackValidation";
+import { configProblems } from "../../automation/readiness";
 import { ROOT, cleanupRepos, makeRepo, testContext } from "./helpers";
 
 /** A repository with the real examples/ folder. */

@@ -3,9 +3,15 @@ import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { runCli } from "../../automation/cli";
-import { locksDir } from "../../automation/commands";
+
 import { ExitCode, UserError } from "../../automation/errors";
-import { type LockHolder, acquireStackLock, lockPath, readHolder } from "../../automation/lock";
+import {
+  type LockHolder,
+  acquireStackLock,
+  lockPath,
+  locksDir,
+  readHolder,
+} from "../../automation/lock";
 import { ROOT, cleanupRepos, makeRepo, testContext } from "./helpers";
 
 const base = (dir: string) => ({

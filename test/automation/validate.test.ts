@@ -6,7 +6,7 @@ import semverGte from "semver/functions/gte";
 import { PROGRAM_CLI_MINIMUM, PULUMI_CLI_MINIMUM, probePulumiCli } from "../../automation/cliProbe";
 import { ExitCode } from "../../automation/errors";
 import { missingCliError } from "../../automation/pulumiCli";
-import { configProblems } from "../../automation/stackValidation";
+import { configProblems } from "../../automation/readiness";
 import { METAL_STACK, cleanupRepos, makeRepo, testContext } from "./helpers";
 import { cleanupTemp, fakeTools, tempDir } from "./process";
 

@@ -1,6 +1,6 @@
 import { strict as assert } from "node:assert";
 import { runCli } from "../../automation/cli";
-import { canonicalJson, configDifferences } from "../../automation/dayTwo";
+import { canonicalJson, configDifferences } from "../../automation/dayTwo/configCompare";
 import { ExitCode } from "../../automation/errors";
 import { cleanupRepos } from "../automation/helpers";
 import { NODES, dayTwoFixture, foundationOutputs, generatedConfig, stackYaml } from "./helpers";

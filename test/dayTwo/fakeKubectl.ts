@@ -4,7 +4,7 @@
 // order (`ready w-1` for a Ready query), and it records the --kubeconfig file as it found it at call time (mode, content).
 import * as fs from "node:fs";
 import * as path from "node:path";
-import type { CommandResult, CommandRunner } from "../../automation/dayTwo/talosctl";
+import type { CommandResult, CommandRunner } from "../../automation/dayTwo/toolRunner";
 
 /** One kubectl run as the drainer made it. */
 export interface KubectlCall {

@@ -150,6 +150,34 @@ export class FakeTalos implements TalosClient {
     return n.config;
   }
 
+  /** Configs staged for the next reboot, by node name. */
+  readonly staged = new Map<string, string>();
+  /** Nodes that come back from a reboot without their staged config (it failed to apply). */
+  readonly keepsOld = new Set<string>();
+
+  /** Stages a change (a sysctl) on a node, as an `up` with a reboot-needing change does. */
+  stage(name: string, sysctl: string): void {
+    const running = this.byName(name).config;
+    this.staged.set(name, running.replace("machine:\n", `machine:\n  sysctls:\n    ${sysctl}\n`));
+  }
+
+  async stagedConfig(node: string): Promise<string> {
+    const n = this.node(node);
+    this.log.push(`staged ${n.name}`);
+    return this.staged.get(n.name) ?? n.config;
+  }
+
+  async reboot(node: string, _timeoutMs: number): Promise<void> {
+    const n = this.node(node);
+    this.log.push(`reboot ${n.name}`);
+    this.clock.time += 60_000;
+    const staged = this.staged.get(n.name);
+    if (staged && !this.keepsOld.has(n.name)) {
+      n.config = staged;
+      this.staged.delete(n.name);
+    }
+  }
+
   /** Every health check, in order, with the wait it was given. */
   readonly healthChecks: HealthCheck[] = [];
 

@@ -4,7 +4,7 @@
 // `get … -o yaml` (a `node:` line, then the resource with four-space indentation), `etcd members`
 // and `service <id>` (Go tabwriter tables, three spaces of padding) and `health` (server side: one
 // `waiting for <check>: <status>` line per change on stderr, the gRPC error as the last line).
-import type { CommandResult, CommandRunner } from "../../automation/dayTwo/talosctl";
+import type { CommandResult, CommandRunner } from "../../automation/dayTwo/toolRunner";
 import type { FakeTalos } from "./fakeTalos";
 
 /** One talosctl run as the client made it. */

@@ -1,6 +1,7 @@
 import { strict as assert } from "node:assert";
 import { runCli } from "../../automation/cli";
-import { assertPreflight, contractMove, preflightForUp } from "../../automation/dayTwo";
+import { assertPreflight } from "../../automation/dayTwo/preflight/report";
+import { contractMove, preflightForUp } from "../../automation/dayTwo/preflight/up";
 import { ExitCode, UserError } from "../../automation/errors";
 import type { StackFile } from "../../automation/layers";
 import { cleanupRepos } from "../automation/helpers";

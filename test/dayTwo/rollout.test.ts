@@ -2,27 +2,19 @@ import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { runCli } from "../../automation/cli";
-import type { RolloutClient } from "../../automation/dayTwo/rolloutClient";
-import type { RolloutContext } from "../../automation/dayTwo/rollout";
 import { ExitCode } from "../../automation/errors";
 import { cleanupRepos } from "../automation/helpers";
 import { FakeTalos } from "./fakeTalos";
 import type { HealthCheck } from "../../automation/dayTwo/talosClient";
-import { TalosctlRolloutClient } from "../../automation/dayTwo/rolloutClient";
 import { fakeKubectl } from "./fakeKubectl";
 import { dayTwoFixture, foundationOutputs, generatedConfig, NODES, stackYaml } from "./helpers";
 
-/** A fake cluster whose nodes may hold a staged config, taken up on reboot. */
-class StagingTalos extends FakeTalos implements RolloutClient {
-  readonly staged = new Map<string, string>();
-  /** Nodes that come back from a reboot without their staged config (it failed to apply). */
-  readonly keepsOld = new Set<string>();
-  readonly healthChecks: HealthCheck[] = [];
+/** A fake cluster whose health check fails while a Kubernetes node is cordoned, as Talos' does. */
+class StagingTalos extends FakeTalos {
   /** The Kubernetes nodes marked unschedulable now (the fake kubectl's cordons). */
   unschedulable: () => string[] = () => [];
 
   async health(check: HealthCheck): Promise<void> {
-    this.healthChecks.push(check);
     await super.health(check);
     // Talos' DefaultClusterChecks include K8sAllNodesSchedulableAssertion: a cordoned node fails
     // the whole check until the wait ends.
@@ -31,28 +23,6 @@ class StagingTalos extends FakeTalos implements RolloutClient {
       throw new Error(
         `waiting for all k8s nodes to report schedulable: some nodes are not schedulable: [${cordoned.join(" ")}]`,
       );
-    }
-  }
-
-  stage(name: string, sysctl: string): void {
-    const running = this.byName(name).config;
-    this.staged.set(name, running.replace("machine:\n", `machine:\n  sysctls:\n    ${sysctl}\n`));
-  }
-
-  async stagedConfig(node: string): Promise<string> {
-    const n = this.node(node);
-    this.log.push(`staged ${n.name}`);
-    return this.staged.get(n.name) ?? n.config;
-  }
-
-  async reboot(node: string): Promise<void> {
-    const n = this.node(node);
-    this.log.push(`reboot ${n.name}`);
-    this.clock.time += 60_000;
-    const staged = this.staged.get(n.name);
-    if (staged && !this.keepsOld.has(n.name)) {
-      n.config = staged;
-      this.staged.delete(n.name);
     }
   }
 }
@@ -72,10 +42,7 @@ function fixture(stack?: string, outputs?: ReturnType<typeof foundationOutputs>)
   });
   const kubectl = fakeKubectl(fake.log);
   fake.unschedulable = () => [...kubectl.cordoned];
-  const ctx: RolloutContext = Object.assign(f.ctx, {
-    rolloutTalos: () => fake,
-    rolloutKubectl: kubectl.run,
-  });
+  const ctx = Object.assign(f.ctx, { dayTwo: { ...f.ctx.dayTwo, kubectl: kubectl.run } });
   return { f, fake, ctx, kubectl };
 }
 
@@ -446,37 +413,5 @@ describe("rollout: draining each node before its reboot", () => {
     assert.equal(await runCli(["rollout", "staging"], ctx), ExitCode.refused);
     assert.deepEqual(rebooted(fake), []);
     assert.match(f.ctx.stderr.text, /no kubeconfig.*--no-drain/s);
-  });
-});
-
-describe("rollout's talosctl calls", () => {
-  it("reads the persistent machine config and reboots with --wait, through the cluster's own talosconfig", async () => {
-    const calls: string[][] = [];
-    const client = new TalosctlRolloutClient({
-      connection: { talosconfig: "/tmp/tc", endpoints: ["192.0.2.11", "192.0.2.12"] },
-      run: async (_command, args) => {
-        calls.push([...args]);
-        return {
-          code: 0,
-          stdout: "node: 192.0.2.21\nmetadata:\n  id: persistent\nspec: |\n  version: v1alpha1\n",
-          stderr: "",
-          timedOut: false,
-        };
-      },
-    });
-    assert.equal(await client.stagedConfig("192.0.2.21"), "version: v1alpha1\n");
-    await client.reboot("192.0.2.21", 30 * 60_000);
-    const connection = [
-      "--talosconfig",
-      "/tmp/tc",
-      "--endpoints",
-      "192.0.2.11,192.0.2.12",
-      "--nodes",
-      "192.0.2.21",
-    ];
-    assert.deepEqual(calls, [
-      ["get", "machineconfig", "persistent", "--output", "yaml", ...connection],
-      ["reboot", "--wait", "--timeout", "1800s", ...connection],
-    ]);
   });
 });

@@ -5,7 +5,10 @@ import * as path from "node:path";
 import {
   type CommandResult,
   type CommandRunner,
-  TalosctlClient,
+  spawnRunner,
+} from "../../automation/dayTwo/toolRunner";
+import { TalosctlClient } from "../../automation/dayTwo/talosctl";
+import {
   imageTag,
   normalizeTag,
   parseClientVersion,
@@ -15,8 +18,7 @@ import {
   parseServerVersion,
   parseServiceStatus,
   retagImage,
-  spawnRunner,
-} from "../../automation/dayTwo";
+} from "../../automation/dayTwo/talosctlOutput";
 import { ExitCode, UserError } from "../../automation/errors";
 
 const CONNECTION = { talosconfig: "/tmp/x/talosconfig", endpoints: ["192.0.2.11", "192.0.2.12"] };
@@ -161,6 +163,7 @@ describe("TalosctlClient: the talosctl command lines", () => {
     const { calls, run } = scripted((args) => {
       if (args[0] === "etcd" && args[1] === "members") return { stdout: "ID  HOSTNAME\n" };
       if (args[0] === "service") return { stdout: "STATE Running\nHEALTH OK\n" };
+      if (args[0] === "get") return { stdout: "node: 192.0.2.21\nspec: |\n  version: v1alpha1\n" };
       return {};
     });
     const client = new TalosctlClient({ connection: CONNECTION, run, binary: "/opt/talosctl" });
@@ -185,6 +188,8 @@ describe("TalosctlClient: the talosctl command lines", () => {
     await client.wipeEphemeral("192.0.2.12");
     await client.bootstrapRecover("192.0.2.11", "/s/db.snapshot", false);
     await client.bootstrapRecover("192.0.2.11", "/s/db", true);
+    await client.stagedConfig("192.0.2.21");
+    await client.reboot("192.0.2.21", 30 * 60_000);
     const node = (n: string) => [...GLOBAL, "--nodes", n];
     assert.deepEqual(
       calls.map((c) => c.args),
@@ -224,6 +229,8 @@ describe("TalosctlClient: the talosctl command lines", () => {
         ],
         ["bootstrap", "--recover-from=/s/db.snapshot", ...node("192.0.2.11")],
         ["bootstrap", "--recover-from=/s/db", "--recover-skip-hash-check", ...node("192.0.2.11")],
+        ["get", "machineconfig", "persistent", "--output", "yaml", ...node("192.0.2.21")],
+        ["reboot", "--wait", "--timeout", "1800s", ...node("192.0.2.21")],
       ],
     );
     assert.ok(calls.every((c) => c.command === "/opt/talosctl"));
@@ -246,9 +253,8 @@ describe("TalosctlClient: the talosctl command lines", () => {
       Object.assign(new Error("spawn talosctl ENOENT"), { code: "ENOENT" }),
     );
     const client = new TalosctlClient({
-      connection: CONNECTION,
+      connection: { ...CONNECTION, clusterTalosVersion: "v1.13.9" },
       run,
-      clusterTalosVersion: "v1.13.9",
     });
     await assert.rejects(client.clientVersion(), (error: UserError) => {
       assert.equal(error.exitCode, ExitCode.missingCli);

@@ -5,11 +5,11 @@ import { strict as assert } from "node:assert";
 import { runCli } from "../../automation/cli";
 import {
   imageTag,
-  parseDuration,
   parseHealthFailure,
   parseKubeletVersion,
   retagImage,
-} from "../../automation/dayTwo";
+} from "../../automation/dayTwo/talosctlOutput";
+import { parseDuration } from "../../automation/dayTwo/clock";
 import { ExitCode, UserError } from "../../automation/errors";
 import { cleanupRepos } from "../automation/helpers";
 import { dayTwoFixture } from "./helpers";

@@ -5,7 +5,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { parse } from "yaml";
 import { runCli } from "../../automation/cli";
-import { BOOTSTRAP_TYPE, SECRETS_TYPE } from "../../automation/dayTwo";
+import { BOOTSTRAP_TYPE, SECRETS_TYPE } from "../../automation/dayTwo/preflight/up";
 import { ExitCode, UserError } from "../../automation/errors";
 import { ROOT, cleanupRepos } from "../automation/helpers";
 import {

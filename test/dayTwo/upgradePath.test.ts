@@ -5,7 +5,7 @@ import {
   talosStep,
   talosctlCompatible,
   verdictMessage,
-} from "../../automation/dayTwo";
+} from "../../automation/dayTwo/upgradePath";
 
 describe("version rules (from components/talos/versions.ts)", () => {
   it("allows a patch and the next minor from a version the target line upgrades from", () => {

@@ -10,8 +10,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { UserError } from "../../automation/errors";
 import type { TalosClient } from "../../automation/dayTwo/talosClient";
-import { TalosctlRolloutClient } from "../../automation/dayTwo/rolloutClient";
-import { spawnRunner, TalosctlClient } from "../../automation/dayTwo/talosctl";
+import { TalosctlClient } from "../../automation/dayTwo/talosctl";
+import { spawnRunner } from "../../automation/dayTwo/toolRunner";
 import {
   buildEmulatorTools,
   type EmulatorTools,
@@ -239,17 +239,12 @@ describe("Talos emulator with talosctl and the project's talosctl client", funct
     assert.match(await talos.machineConfig(addressOf("w1")), /kubelet:v1\.35\.2/);
   });
 
-  it("stages a change that needs a reboot; rollout's client sees it pending and reboots the node into it", async () => {
-    const rollout = new TalosctlRolloutClient({
-      binary: tools.talosctl,
-      connection: { talosconfig: path.join(dir, "talosconfig"), endpoints: cps },
-      progress: (text) => log.push(text),
-    });
+  it("stages a change that needs a reboot; the client sees it pending and reboots the node into it", async () => {
     const udev = 'machine:\n  udev:\n    rules:\n      - SUBSYSTEM=="drm", GROUP="44"\n';
     await applyConfig("w2", ["--mode", "staged", ...connection()], udev);
-    assert.match(await rollout.stagedConfig(addressOf("w2")), /SUBSYSTEM==/);
+    assert.match(await talos.stagedConfig(addressOf("w2")), /SUBSYSTEM==/);
     assert.doesNotMatch(await talos.machineConfig(addressOf("w2")), /SUBSYSTEM==/);
-    await rollout.reboot(addressOf("w2"), 120_000);
+    await talos.reboot(addressOf("w2"), 120_000);
     assert.match(await talos.machineConfig(addressOf("w2")), /SUBSYSTEM==/);
   });
 

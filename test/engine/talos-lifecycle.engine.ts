@@ -28,7 +28,7 @@ import * as fs from "node:fs";
 import * as https from "node:https";
 import * as path from "node:path";
 import { parse } from "yaml";
-import { spawnRunner } from "../../automation/dayTwo/talosctl";
+import { spawnRunner } from "../../automation/dayTwo/toolRunner";
 import { ExitCode } from "../../automation/errors";
 import {
   buildEmulatorTools,

@@ -1,24 +1,144 @@
-// What `up` of the foundation checks before the engine changes anything, all reported together:
-// the config part of preflight (version steps against the last deployment), the config contract
-// against what the nodes run, and that etcd is never bootstrapped a second time.
+// What `up` of the foundation checks before the engine changes anything, all in one report: the
+// stack file's versions against the last deployment (no cluster needed), the config contract against
+// what the nodes run, and that etcd is never bootstrapped a second time.
 import type { OutputMap } from "@pulumi/pulumi/automation";
 import * as path from "node:path";
-import type { CliContext } from "../context";
-import { formatProblem } from "../errors";
-import type { StackFile } from "../layers";
-import type { StackOperations, StateResource } from "../workspace";
-import { bootstrapHistory } from "../../components/talos/bootstrapRecord";
-import { parseVersion, compareMinor, minorOf } from "../../components/talos/versions";
-import { type DeployedCluster, deployedCluster, readStackCluster } from "./cluster";
-import { dayTwoDeps } from "./deps";
-import {
-  type CheckResult,
-  type ContractMove,
-  type PreflightReport,
-  contractMove,
-  preflightForUp,
-} from "./preflight";
-import { withTalos } from "./session";
+import { bootstrapHistory } from "../../../components/talos/bootstrapRecord";
+import { compareMinor, minorOf, parseVersion } from "../../../components/talos/versions";
+import type { CliContext } from "../../context";
+import { formatProblem } from "../../errors";
+import type { StackFile } from "../../layers";
+import type { StackOperations, StateResource } from "../../workspace";
+import { type DeployedCluster, deployedCluster, readStackCluster } from "../cluster";
+import { dayTwoDeps } from "../deps";
+import { withTalos } from "../run";
+import { kubernetesStep, kubernetesSupported, talosStep } from "../upgradePath";
+import { type CheckResult, type PreflightReport, fromVerdict, report } from "./report";
+
+/** The version pair a change starts from or goes to. */
+export interface Versions {
+  readonly talos: string;
+  readonly kubernetes: string;
+}
+
+/**
+ * The version checks, from `current` to `target`: the Talos path, the Kubernetes path and whether
+ * the target Talos supports both Kubernetes versions (Talos goes first, so it runs both).
+ */
+export function versionChecks(current: Versions, target: Versions, env = "<env>"): CheckResult[] {
+  return [
+    fromVerdict("talos-path", talosStep(current.talos, target.talos, env)),
+    fromVerdict("kubernetes-path", kubernetesStep(current.kubernetes, target.kubernetes)),
+    fromVerdict(
+      "kubernetes-supported",
+      kubernetesSupported(target.talos, [current.kubernetes, target.kubernetes]),
+    ),
+  ];
+}
+
+/** The cluster key of the foundation project in a stack file. */
+const CLUSTER_KEY = "talos-platform:cluster";
+
+/**
+ * A move of the config contract (the Talos version whose machine-config defaults and features are
+ * generated: `configContract`, which defaults to `talosVersion`) to a newer minor than the one last
+ * deployed. Nodes must run at least that minor before `up` pushes configs of the new contract.
+ */
+export interface ContractMove {
+  /** The contract last deployed (the `configContract` output; `talosVersion` before it existed). */
+  readonly from: string;
+  /** The contract the stack file asks for now. */
+  readonly to: string;
+  /** Whether the stack file sets `configContract` itself (else it follows `talosVersion`). */
+  readonly pinned: boolean;
+}
+
+/** The contract a stack file asks for: `configContract`, else `talosVersion`; undefined when unset. */
+export function stackContract(
+  stackFile: StackFile,
+): { readonly contract: string; readonly pinned: boolean } | undefined {
+  const cluster = stackFile.config[CLUSTER_KEY] as
+    { talosVersion?: unknown; configContract?: unknown } | undefined;
+  if (cluster?.configContract !== undefined && cluster.configContract !== null) {
+    return { contract: String(cluster.configContract), pinned: true };
+  }
+  if (cluster?.talosVersion === undefined || cluster.talosVersion === null) return undefined;
+  return { contract: String(cluster.talosVersion), pinned: false };
+}
+
+/** The contract move `up` would make, or undefined when it stays on (or below) the deployed minor. */
+export function contractMove(
+  stackFile: StackFile,
+  deployed: OutputMap | undefined,
+): ContractMove | undefined {
+  const wanted = stackContract(stackFile);
+  const before = deployed?.configContract?.value ?? deployed?.talosVersion?.value;
+  if (!wanted || typeof before !== "string") return undefined;
+  const to = parseVersion(wanted.contract);
+  const from = parseVersion(before);
+  if (!to || !from || compareMinor(minorOf(to), minorOf(from)) <= 0) return undefined;
+  return { from: before, to: wanted.contract, pinned: wanted.pinned };
+}
+
+/**
+ * The config part of preflight, for `up`: the stack file's versions against those the stack last
+ * deployed (its `talosVersion` and `kubernetesVersion` outputs). Needs no cluster and no talosctl.
+ * With no outputs yet (a first `up`) only Kubernetes support by the stack's Talos is checked. A
+ * change of `talosVersion` under a pinned `configContract` passes with a note: `up` does not upgrade
+ * nodes, `upgrade talos` does. A newer config contract is checked against the nodes themselves
+ * (see {@link contractMove} and upPreflight.ts).
+ */
+export function preflightForUp(
+  stackFile: StackFile,
+  deployed: OutputMap | undefined,
+): PreflightReport {
+  const display = path.basename(stackFile.path);
+  const cluster = stackFile.config[CLUSTER_KEY] as
+    { talosVersion?: unknown; kubernetesVersion?: unknown } | undefined;
+  const desired = {
+    talos: String(cluster?.talosVersion ?? ""),
+    kubernetes: String(cluster?.kubernetesVersion ?? ""),
+  };
+  if (desired.talos === "" || desired.kubernetes === "") {
+    // The program's own validation names the missing keys; nothing to compare here.
+    return report([
+      {
+        id: "stack-versions",
+        status: "skipped",
+        detail: `${display} sets no ${CLUSTER_KEY} talosVersion/kubernetesVersion`,
+      },
+    ]);
+  }
+  const before = {
+    talos: deployed?.talosVersion?.value,
+    kubernetes: deployed?.kubernetesVersion?.value,
+  };
+  if (typeof before.talos !== "string" || typeof before.kubernetes !== "string") {
+    return report([
+      fromVerdict("kubernetes-supported", kubernetesSupported(desired.talos, [desired.kubernetes])),
+    ]);
+  }
+  const current = { talos: before.talos, kubernetes: before.kubernetes };
+  const env = /^Pulumi\.(.+)\.ya?ml$/.exec(display)?.[1] ?? "<env>";
+  const notes: string[] = [];
+  const a = parseVersion(current.talos);
+  const b = parseVersion(desired.talos);
+  if (a && b && a.compare(b) !== 0 && contractMove(stackFile, deployed) === undefined) {
+    notes.push(
+      `${display} moves talosVersion from ${current.talos} (deployed) to ${desired.talos}: \`up\` does not upgrade nodes. ` +
+        `If they do not run ${desired.talos} yet (\`npm run platform -- preflight ${env}\` shows it), run \`npm run platform -- upgrade talos ${env} --to ${desired.talos}\` first`,
+    );
+  }
+  const k = parseVersion(current.kubernetes);
+  const l = parseVersion(desired.kubernetes);
+  if (k && l && k.compare(l) !== 0) {
+    notes.push(
+      `${display} moves kubernetesVersion from ${current.kubernetes} (deployed) to ${desired.kubernetes}: ` +
+        `the control plane is upgraded by \`npm run platform -- upgrade kubernetes ${env} --to ${desired.kubernetes}\`, not by \`up\``,
+    );
+  }
+  return report(versionChecks(current, desired, env), notes);
+}
 
 /** The type token of the provider's Bootstrap resource (terraform-provider-talos `talos_machine_bootstrap`). */
 export const BOOTSTRAP_TYPE = "talos:machine/bootstrap:Bootstrap";
@@ -196,9 +316,5 @@ export async function upPreflight(
     );
   }
   checks.push(bootstrapOnce(input.stackFile, await input.stack.stateResources(), deployed));
-  return {
-    checks,
-    notes: config.notes,
-    ok: checks.every((check) => check.status !== "failed"),
-  };
+  return report(checks, config.notes);
 }

@@ -4,7 +4,8 @@ import { createRequire } from "node:module";
 import * as os from "node:os";
 import * as path from "node:path";
 import { UserError } from "../../automation/errors";
-import { isKmsSecretsProvider, keepLayout, removeConfigKeys } from "../../automation/stackFile";
+import { isKmsSecretsProvider } from "../../automation/backend";
+import { keepLayout, removeConfigKeys } from "../../automation/stackFileRepair";
 import { parse, stringify } from "yaml";
 
 const LEFT = [

@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { parse } from "yaml";
-import { applyBump, describeBump, planBump } from "../../automation/dayTwo";
+import { applyBump, describeBump, planBump } from "../../automation/dayTwo/versionBump";
 import { STACK_FIXTURES } from "../harness";
 
 function copy(name: string): string {

@@ -39,13 +39,6 @@ export function removeConfigKeys(file: string, keys: readonly string[]): string[
   return removed;
 }
 
-/** A KMS secrets provider (`gcpkms://`, `awskms://`, …): its data key lives in `encryptedkey`. */
-export function isKmsSecretsProvider(provider: string | undefined): boolean {
-  return (
-    provider !== undefined && /^[a-z]+kms:\/\/|^azurekeyvault:\/\/|^hashivault:\/\//.test(provider)
-  );
-}
-
 /** Pulumi's own top-level keys of a stack file: how its secrets are encrypted. */
 export const SECRETS_KEYS = ["secretsprovider", "encryptedkey", "encryptionsalt"] as const;
 

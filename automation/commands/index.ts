@@ -1,3 +1,0 @@
-export * from "./operation";
-export * from "./outputs";
-export * from "./stacks";

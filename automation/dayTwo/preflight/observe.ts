@@ -1,0 +1,114 @@
+// What the live preflight asks the cluster, all of it, before any check judges: talosctl's version,
+// each node's Talos and kubelet versions, the etcd members and each member's service, and Talos'
+// own health check. An unhealthy cluster is an observation, never an error.
+import { PREFLIGHT_HEALTH_TIMEOUT_MS } from "../options";
+import { type ClusterNode, type DeployedCluster, controlPlanes, healthAddress } from "../cluster";
+import type { EtcdMember, TalosClient } from "../talosClient";
+
+/** What one node reported. */
+export interface NodeObservation {
+  readonly node: ClusterNode;
+  readonly talos?: string;
+  readonly kubernetes?: string;
+  /** Why the node could not be read. */
+  readonly error?: string;
+}
+
+/** What preflight learnt from the cluster. */
+export interface Observation {
+  readonly talosctl: { readonly version?: string; readonly error?: Error };
+  readonly nodes: readonly NodeObservation[];
+  readonly members?: readonly EtcdMember[];
+  readonly membersError?: string;
+  /** etcd service state per control plane. */
+  readonly etcd: readonly {
+    readonly node: string;
+    readonly healthy: boolean;
+    readonly detail: string;
+  }[];
+  /** `talosctl health`; absent when not run (a node did not answer). */
+  readonly health?: { readonly ok: boolean; readonly detail: string };
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Asks the cluster everything the live checks need; never throws for an unhealthy cluster. */
+export async function observeCluster(
+  client: TalosClient,
+  cluster: DeployedCluster,
+  options: { readonly healthTimeoutMs?: number } = {},
+): Promise<Observation> {
+  let talosctl: Observation["talosctl"];
+  try {
+    talosctl = { version: await client.clientVersion() };
+  } catch (error) {
+    // Without talosctl nothing else can be asked.
+    return {
+      talosctl: { error: error instanceof Error ? error : new Error(String(error)) },
+      nodes: cluster.nodes.map((node) => ({ node, error: "not checked: talosctl is missing" })),
+      etcd: [],
+    };
+  }
+  const nodes: NodeObservation[] = [];
+  for (const node of cluster.nodes) {
+    try {
+      const talos = await client.nodeVersion(node.address);
+      try {
+        nodes.push({ node, talos, kubernetes: await client.kubeletVersion(node.address) });
+      } catch (error) {
+        nodes.push({ node, talos, error: `kubelet: ${message(error)}` });
+      }
+    } catch (error) {
+      nodes.push({ node, error: message(error) });
+    }
+  }
+  const cps = controlPlanes(cluster);
+  const answering = cps.filter((cp) => nodes.find((n) => n.node === cp)?.talos !== undefined);
+  let members: EtcdMember[] | undefined;
+  let membersError: string | undefined;
+  if (answering.length === 0) membersError = "no control plane answers";
+  else {
+    try {
+      members = await client.etcdMembers(answering[0].address);
+    } catch (error) {
+      membersError = message(error);
+    }
+  }
+  const etcd: { node: string; healthy: boolean; detail: string }[] = [];
+  for (const cp of cps) {
+    try {
+      const status = await client.service(cp.address, "etcd");
+      etcd.push({
+        node: cp.name,
+        healthy: status.state === "Running" && status.health === "OK",
+        detail: `${status.state}${status.health ? `/${status.health}` : ""}`,
+      });
+    } catch (error) {
+      etcd.push({ node: cp.name, healthy: false, detail: message(error) });
+    }
+  }
+  let health: Observation["health"];
+  if (nodes.every((n) => n.talos !== undefined) && answering.length > 0) {
+    try {
+      await client.health({
+        via: answering[0].address,
+        controlPlanes: cps.map(healthAddress),
+        workers: cluster.nodes.filter((n) => n.role === "worker").map(healthAddress),
+        timeoutMs: options.healthTimeoutMs ?? PREFLIGHT_HEALTH_TIMEOUT_MS,
+      });
+      health = { ok: true, detail: "talosctl health passed" };
+    } catch (error) {
+      health = { ok: false, detail: message(error) };
+    }
+  }
+  return {
+    talosctl,
+    nodes,
+    ...(members ? { members } : {}),
+    ...(membersError ? { membersError } : {}),
+    etcd,
+    ...(health ? { health } : {}),
+  };
+}
