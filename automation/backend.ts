@@ -19,9 +19,9 @@ import { type Env, isCi } from "./env";
 import type { Layer, StackFile } from "./layers";
 
 /** The embedded default backend's folder, relative to the repository root. */
-export const STATE_DIR = ".pulumi-state";
+const STATE_DIR = ".pulumi-state";
 /** The generated passphrase's file name inside {@link STATE_DIR}. */
-export const PASSPHRASE_FILE = "passphrase";
+const PASSPHRASE_FILE = "passphrase";
 
 /** The chosen backend and why. */
 export interface BackendChoice {
@@ -33,7 +33,7 @@ export interface BackendChoice {
 }
 
 /** The chosen secrets provider and why. */
-export interface SecretsChoice {
+interface SecretsChoice {
   readonly provider: string;
   readonly source: string;
 }
@@ -101,7 +101,7 @@ export function chooseSecretsProvider(stackFile: StackFile): SecretsChoice {
 }
 
 /** Environment variables for the Pulumi CLI, and what the operator must be told. */
-export interface PassphraseSetup {
+interface PassphraseSetup {
   readonly envVars: Readonly<Record<string, string>>;
   /** The passphrase file created by this run, if any (the operator must back it up). */
   readonly generatedFile?: string;
@@ -172,7 +172,7 @@ export function preparePassphrase(input: {
 }
 
 /** Everything the Pulumi CLI needs to act on one stack. */
-export interface StackSettings {
+interface StackSettings {
   readonly backend: BackendChoice;
   readonly secrets: SecretsChoice;
   /** Variables added to the Pulumi CLI's environment. */

@@ -15,7 +15,7 @@ import type { Operation } from "./guards";
 import { DEFAULT_LAYER, LAYER_CHOICES, LAYER_NAMES, type LayerName } from "./layerNames";
 
 /** How the operator runs the CLI; used in usage lines and messages. */
-export const INVOCATION = "npm run platform --";
+const INVOCATION = "npm run platform --";
 
 const EXAMPLES = `
 Examples:
@@ -276,7 +276,7 @@ function distance(a: string, b: string): number {
  * A hint for an unknown command: the command meant (`etcd backup` → `etcd snapshot`, a typo → the
  * closest name), or for `upgrade <env>` the missing word (`upgrade talos <env>`).
  */
-export function unknownCommandHint(program: Command, argv: readonly string[]): string | undefined {
+function unknownCommandHint(program: Command, argv: readonly string[]): string | undefined {
   let command = program;
   const path: string[] = [];
   let index = 0;

@@ -9,7 +9,7 @@ import type { TextSink } from "./progress";
 import type { WorkspaceFactory } from "./workspace";
 
 /** The process a command runs in. */
-export interface HostInfo {
+interface HostInfo {
   readonly pid: number;
   readonly hostname: string;
   /** Whether a local process exists (stale lock detection). */

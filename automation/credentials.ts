@@ -142,7 +142,7 @@ export interface ResolvedCredentials {
 }
 
 /** The Bitwarden secret of the GCP key the engine also needs (gs:// backend, gcpkms:// secrets). */
-export const ENGINE_GCP_CREDENTIAL = "gcp-credentials";
+const ENGINE_GCP_CREDENTIAL = "gcp-credentials";
 
 /**
  * Variables for the engine from a run's Bitwarden listing: GOOGLE_CREDENTIALS from the GCP key when
@@ -157,7 +157,7 @@ export function engineCredentials(
 }
 
 /** What was found for one layer: the run's secret config, each source, and what is missing. */
-export interface FoundCredentials extends ResolvedCredentials {
+interface FoundCredentials extends ResolvedCredentials {
   /** Required credentials found nowhere. */
   readonly missing: readonly Credential[];
 }

@@ -3,7 +3,7 @@
 import type { StepEventMetadata, StepEventStateMetadata } from "@pulumi/pulumi/automation";
 
 /** Machine types that run a Talos node; a control plane among them holds an etcd member. */
-export const MACHINE_TYPES: readonly string[] = [
+const MACHINE_TYPES: readonly string[] = [
   "proxmoxve:index/vmLegacy:VmLegacy",
   "proxmoxve:index/vm:Vm",
   "proxmoxve:cloned/vmLegacy:VmLegacy",
@@ -26,7 +26,7 @@ export const CRITICAL_TYPES: Readonly<Record<string, string>> = {
 };
 
 /** The role value that marks a machine of the control plane. */
-export const CONTROL_PLANE_TAG = "controlplane";
+const CONTROL_PLANE_TAG = "controlplane";
 
 /**
  * Whether a machine's inputs tag it as a control plane, as the node components do: the Proxmox VM's

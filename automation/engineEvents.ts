@@ -10,10 +10,10 @@ import type {
 import type { ResourceFailure } from "./errors";
 
 /** The four kinds of change a preview summary counts, plus the ones it does not. */
-export type ChangeKind = "create" | "update" | "replace" | "delete" | "other" | "none";
+type ChangeKind = "create" | "update" | "replace" | "delete" | "other" | "none";
 
 /** How one step op reads in the progress view and the summaries. */
-export interface OpWords {
+interface OpWords {
   readonly kind: ChangeKind;
   /** `+`, `~`, `+-`, `-` as in Pulumi's own display. */
   readonly symbol: string;
@@ -82,7 +82,7 @@ export function opWords(op: string): OpWords {
 }
 
 /** The parts of a URN: `urn:pulumi:<stack>::<project>::<parent$type>::<name>`. */
-export interface UrnParts {
+interface UrnParts {
   readonly stack: string;
   readonly project: string;
   readonly type: string;

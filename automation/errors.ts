@@ -68,7 +68,7 @@ export interface ResourceFailure {
  * An engine operation failed. Carries every failing resource (or, when the program itself failed,
  * the engine's error messages) so the message names them.
  */
-export class OperationFailedError extends Error {
+class OperationFailedError extends Error {
   readonly exitCode = ExitCode.failed;
 
   constructor(
@@ -148,7 +148,7 @@ export function isStackNotFound(error: unknown): boolean {
 }
 
 /** What the CLI knows about the operation an engine error came from. */
-export interface EngineErrorContext {
+interface EngineErrorContext {
   /** `foundation/staging` */
   readonly target: string;
   readonly operation: string;
@@ -225,7 +225,7 @@ function engineErrorLines(stderr: string): string[] {
 }
 
 /** Where errors are written. */
-export interface ErrorSink {
+interface ErrorSink {
   write(text: string): void;
 }
 

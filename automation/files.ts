@@ -7,7 +7,7 @@ import * as path from "node:path";
 /** Owner read/write only. */
 export const PRIVATE_FILE_MODE = 0o600;
 /** Owner only. */
-export const PRIVATE_DIR_MODE = 0o700;
+const PRIVATE_DIR_MODE = 0o700;
 
 /** Creates a folder (and its parents) readable by its owner only when it is new. */
 export function ensurePrivateDir(dir: string): void {

@@ -26,7 +26,7 @@ export type FetchJson = (
 ) => Promise<unknown>;
 
 /** The production fetcher: Node's fetch, bounded to 30 s. */
-export const fetchJson: FetchJson = async (url, headers) => {
+const fetchJson: FetchJson = async (url, headers) => {
   const response = await fetch(url, { headers, signal: AbortSignal.timeout(30_000) });
   if (!response.ok) throw new Error(`HTTP ${response.status} ${response.statusText}`);
   return response.json();

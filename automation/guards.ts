@@ -9,10 +9,10 @@ import type { LayerName, StackFile } from "./layers";
 export type Operation = "preview" | "up" | "refresh" | "destroy";
 
 /** Environments whose destruction needs an explicit flag. */
-export const PROTECTED_ENVIRONMENTS: readonly string[] = ["prod"];
+const PROTECTED_ENVIRONMENTS: readonly string[] = ["prod"];
 
 /** Layers only an operator applies, from a workstation (never from CI), and why. */
-export const WORKSTATION_ONLY_LAYERS: Readonly<Partial<Record<LayerName, string>>> = {
+const WORKSTATION_ONLY_LAYERS: Readonly<Partial<Record<LayerName, string>>> = {
   foundation:
     "It can reboot nodes and must work while the cluster is down, so the operator applies it " +
     "from a workstation on the cluster's network: run it there, without CI set",
@@ -24,7 +24,7 @@ export const WORKSTATION_ONLY_LAYERS: Readonly<Partial<Record<LayerName, string>
 };
 
 /** What a guard needs to know about a command. */
-export interface GuardRequest {
+interface GuardRequest {
   readonly operation: Operation;
   readonly layer: LayerName;
   readonly env: string;
@@ -105,7 +105,7 @@ export function checkDayTwoGuard(command: DayTwoCommandName, envName: string, en
 const STATE_WRITING: readonly Operation[] = ["up", "refresh", "destroy"];
 
 /** What the CI state guards need to know about one stack. */
-export interface StateGuardRequest {
+interface StateGuardRequest {
   readonly operation: Operation;
   readonly layer: LayerName;
   readonly env: string;

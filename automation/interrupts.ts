@@ -36,7 +36,7 @@ export interface InterruptHandle {
 }
 
 /** The outside world of {@link Interrupts}; the process in production, fakes in tests. */
-export interface InterruptEnvironment {
+interface InterruptEnvironment {
   readonly now: () => number;
   /** Whether this signal came from the terminal to the whole foreground process group. */
   readonly fromTerminal: (signal: InterruptSignal) => boolean;

@@ -104,7 +104,7 @@ export function misnamedStackFiles(layer: Layer): string[] {
 }
 
 /** The error for a `Pulumi.<env>.yml` the engine would ignore. */
-export function misnamedStackFileError(layer: Layer, file: string): UserError {
+function misnamedStackFileError(layer: Layer, file: string): UserError {
   const env = MISNAMED_STACK_FILE.exec(file)?.[1] ?? "<env>";
   return new UserError({
     what: `${layer.displayDir === "." ? "" : layer.displayDir}${file}`,

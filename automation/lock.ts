@@ -28,7 +28,7 @@ export interface LockHolder {
 }
 
 /** A held lock. */
-export interface StackLock {
+interface StackLock {
   readonly path: string;
   readonly holder: LockHolder;
   /** Removes the lock file if it is still ours; safe to call twice. */
@@ -36,7 +36,7 @@ export interface StackLock {
 }
 
 /** What acquiring a lock needs to know about this process; injectable for tests. */
-export interface LockOptions {
+interface LockOptions {
   readonly dir: string;
   readonly layer: string;
   readonly env: string;

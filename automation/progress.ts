@@ -25,7 +25,7 @@ export interface TextSink {
 export type ProgressMode = "live" | "plain";
 
 /** Options of one view. */
-export interface ProgressOptions {
+interface ProgressOptions {
   readonly out: TextSink;
   readonly mode: ProgressMode;
   /** Milliseconds; `Date.now` in production. */
@@ -38,7 +38,7 @@ export interface ProgressOptions {
 }
 
 /** The outcome of a run, for the summary line. */
-export interface RunOutcome {
+interface RunOutcome {
   readonly ok: boolean;
   /** The operator asked the run to stop (Ctrl-C, SIGTERM). */
   readonly cancelled?: boolean;

@@ -34,7 +34,7 @@ export function isSecureValue(value: unknown): boolean {
 }
 
 /** A layer's stack values as {@link configProblems} takes them. */
-export interface StackValidationInput {
+interface StackValidationInput {
   readonly layer: LayerName;
   readonly env: string;
   readonly project: string;
@@ -80,7 +80,7 @@ export type ValidateStack = (input: StackValidationInput) => string[];
  * Where the credentials come from for this check: a `bws secret list` made for the run, or
  * `offline` (validate: Bitwarden is not asked, a credential expected there is only noted).
  */
-export type BitwardenListing = SecretsByKey | undefined | "offline";
+type BitwardenListing = SecretsByKey | undefined | "offline";
 
 /** What was found for one stack. */
 export interface StackCheck {

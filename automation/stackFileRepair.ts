@@ -40,10 +40,10 @@ export function removeConfigKeys(file: string, keys: readonly string[]): string[
 }
 
 /** Pulumi's own top-level keys of a stack file: how its secrets are encrypted. */
-export const SECRETS_KEYS = ["secretsprovider", "encryptedkey", "encryptionsalt"] as const;
+const SECRETS_KEYS = ["secretsprovider", "encryptedkey", "encryptionsalt"] as const;
 
 /** What {@link keepLayout} did. */
-export type LayoutOutcome = "unchanged" | "kept" | "rewritten";
+type LayoutOutcome = "unchanged" | "kept" | "rewritten";
 
 /**
  * When the engine saves a stack file (to add `encryptedkey` or `encryptionsalt`), it serialises the

@@ -18,7 +18,7 @@ export interface ReadRequest {
 }
 
 /** Opens an existing stack for reading (never creates it, never generates a passphrase). */
-export async function openForReading(
+async function openForReading(
   ctx: CliContext,
   request: ReadRequest,
 ): Promise<{ stack: StackOperations; target: string }> {

@@ -17,13 +17,13 @@ const DATA_PREFIX = "<!-- talos-platform:preview-data:";
 const DATA_SUFFIX = " -->";
 
 /** The kinds of change a summary counts. */
-export const COUNTED_KINDS = ["create", "update", "replace", "delete"] as const;
+const COUNTED_KINDS = ["create", "update", "replace", "delete"] as const;
 
 /** One of {@link COUNTED_KINDS}. */
-export type CountedKind = (typeof COUNTED_KINDS)[number];
+type CountedKind = (typeof COUNTED_KINDS)[number];
 
 /** One changed resource. */
-export interface ResourceChange {
+interface ResourceChange {
   readonly kind: CountedKind;
   readonly type: string;
   readonly name: string;
@@ -34,7 +34,7 @@ export interface ResourceChange {
 }
 
 /** A replacement or deletion to call out. */
-export interface CriticalChange {
+interface CriticalChange {
   readonly kind: "replace" | "delete";
   readonly type: string;
   readonly name: string;
@@ -42,7 +42,7 @@ export interface CriticalChange {
 }
 
 /** The preview of one layer and environment. */
-export interface PreviewSection {
+interface PreviewSection {
   readonly layer: string;
   readonly env: string;
   readonly status: "ok" | "failed" | "skipped";

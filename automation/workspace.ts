@@ -77,7 +77,7 @@ export interface WorkspaceFactory {
 }
 
 /** How the production factory finds the Pulumi CLI (tests point it at a fake executable). */
-export interface LocalWorkspaceOptions {
+interface LocalWorkspaceOptions {
   readonly homeDir?: string;
   /** @default PulumiCommand.get / PulumiCommand.install */
   readonly cliSource?: PulumiCommandSource<PulumiCommand>;
@@ -89,7 +89,7 @@ export interface LocalWorkspaceOptions {
  * shell never reaches the program). The Automation API passes these to the Pulumi CLI's process
  * environment, never its argv; the program reads them through components/config.
  */
-export function engineEnvironment(request: OpenStackRequest): Record<string, string> {
+function engineEnvironment(request: OpenStackRequest): Record<string, string> {
   const runSecrets = request.runSecrets ?? {};
   return {
     ...request.envVars,

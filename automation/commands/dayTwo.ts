@@ -49,7 +49,7 @@ function installCli(): Option {
  * A wait settable on the command line (`--health-timeout 20m`), its default shown in the help.
  * The value reaches the command in milliseconds.
  */
-export function waitOption(flag: string, description: string, defaultMs: number): Option {
+function waitOption(flag: string, description: string, defaultMs: number): Option {
   return new Option(`${flag} <duration>`, description)
     .argParser((value: string) => parseDuration(flag, value))
     .default(defaultMs, formatDuration(defaultMs));

@@ -12,7 +12,7 @@ import { findCli, formatReadiness } from "../readiness";
 import { offlineCheck } from "./validate";
 
 /** `init` as asked. */
-export interface InitRequest {
+interface InitRequest {
   readonly env: string;
   readonly layer: LayerName;
   /** An example's name (`proxmox-vm` for examples/Pulumi.proxmox-vm.yaml) to start the file from. */
@@ -21,10 +21,10 @@ export interface InitRequest {
 }
 
 /** The folder of the example stack files, relative to the repository root. */
-export const EXAMPLES_DIR = "examples";
+const EXAMPLES_DIR = "examples";
 
 /** The examples' names: the `<name>` of each examples/Pulumi.<name>.yaml. */
-export function listExamples(repoRoot: string): string[] {
+function listExamples(repoRoot: string): string[] {
   const dir = path.join(repoRoot, EXAMPLES_DIR);
   if (!fs.existsSync(dir)) return [];
   return fs

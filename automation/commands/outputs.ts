@@ -13,7 +13,7 @@ import { CREDENTIAL_OUTPUTS, type CredentialOutput } from "./outputNames";
 export { type ReadRequest, readOutputs } from "../stackOutputs";
 
 /** How a secret output is shown. */
-export const SECRET_PLACEHOLDER = "[secret]";
+const SECRET_PLACEHOLDER = "[secret]";
 
 export * from "./outputNames";
 
@@ -21,7 +21,7 @@ export * from "./outputNames";
  * The outputs as shown: secrets replaced by `[secret]` unless `showSecrets`, and the credentials
  * replaced by a pointer to their command even then.
  */
-export function displayedOutputs(
+function displayedOutputs(
   outputs: OutputMap,
   showSecrets: boolean,
   env: string,
@@ -55,7 +55,7 @@ export async function showOutputs(
 }
 
 /** The default file of a credential: `<env>.kubeconfig` in the current folder (git-ignored). */
-export function defaultCredentialFile(kind: CredentialOutput, env: string): string {
+function defaultCredentialFile(kind: CredentialOutput, env: string): string {
   return `${env}.${kind}`;
 }
 

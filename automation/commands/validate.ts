@@ -21,7 +21,7 @@ import {
 } from "../readiness";
 
 /** `validate` as asked. */
-export interface ValidateRequest {
+interface ValidateRequest {
   /** Environments to check; every one of the layers when empty. */
   readonly envs: readonly string[];
   readonly layer: LayerName | "all";
@@ -43,7 +43,7 @@ export function offlineCheck(ctx: CliContext, layer: Layer, env: string): StackC
 }
 
 /** The stacks a validate run checks, in layer order. */
-export function stacksToCheck(
+function stacksToCheck(
   repoRoot: string,
   request: ValidateRequest,
 ): { layer: Layer; env: string }[] {

@@ -12,16 +12,16 @@ import { readStackFile, requireEnvironment, resolveLayer } from "../layers";
 import { readOutputs } from "../stackOutputs";
 
 /** A node's role. */
-export type Role = "controlplane" | "worker";
+type Role = "controlplane" | "worker";
 
 /** One node as the stack file declares it. */
-export interface DeclaredNode {
+interface DeclaredNode {
   readonly name: string;
   readonly role: Role;
 }
 
 /** What the stack file asks for. */
-export interface StackCluster {
+interface StackCluster {
   /** Absolute path of `Pulumi.<env>.yaml`. */
   readonly file: string;
   readonly env: string;
@@ -119,7 +119,7 @@ export function readStackCluster(repoRoot: string, env: string): StackCluster {
 }
 
 /** Reads the foundation stack's outputs (never creates the stack). */
-export function readFoundationOutputs(
+function readFoundationOutputs(
   ctx: CliContext,
   env: string,
   installCli: boolean,

@@ -5,10 +5,10 @@
 import { parseAllDocuments } from "yaml";
 
 /** A config's documents by identity. */
-export type ConfigDocuments = Map<string, unknown>;
+type ConfigDocuments = Map<string, unknown>;
 
 /** Parses every document of a machine config; throws on invalid YAML. */
-export function configDocuments(text: string): ConfigDocuments {
+function configDocuments(text: string): ConfigDocuments {
   const docs = parseAllDocuments(text);
   const list = Array.isArray(docs) ? docs : [docs];
   const byKey: ConfigDocuments = new Map();

@@ -10,7 +10,7 @@ import { TalosctlClient } from "./talosctl";
 import type { CommandRunner } from "./toolRunner";
 
 /** Asks the operator a yes/no question; resolves to their answer. */
-export type Confirm = (question: string) => Promise<boolean>;
+type Confirm = (question: string) => Promise<boolean>;
 
 /** The day-two commands' dependencies. */
 export interface DayTwoDeps {
@@ -46,7 +46,7 @@ export function progressSink(ctx: CliContext): (text: string) => void {
  * Asks on the terminal. Without one (CI, a pipe) there is nobody to ask: the command is refused
  * with a pointer to --yes rather than taken as a yes.
  */
-export function terminalConfirm(): Confirm {
+function terminalConfirm(): Confirm {
   return async (question) => {
     if (process.stdin.isTTY !== true) {
       throw new UserError(

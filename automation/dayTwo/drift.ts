@@ -11,7 +11,7 @@ import { runDayTwo } from "./run";
 import type { TalosClient } from "./talosClient";
 
 /** One node's comparison. */
-export interface NodeDrift {
+interface NodeDrift {
   readonly name: string;
   readonly role: string;
   /** `ok`, `drift`, `unreachable` or `not deployed`. */
@@ -43,7 +43,7 @@ function message(error: unknown): string {
 }
 
 /** Compares every node with the stack; never throws for a node that does not answer. */
-export async function compareNodes(
+async function compareNodes(
   client: TalosClient,
   cluster: DeployedCluster,
 ): Promise<NodeDrift[]> {
@@ -118,7 +118,7 @@ export async function compareNodes(
 }
 
 /** The table as printed, then the differing paths and errors per node. */
-export function formatDrift(rows: readonly NodeDrift[]): string {
+function formatDrift(rows: readonly NodeDrift[]): string {
   const header = ["NODE", "ROLE", "TALOS", "KUBERNETES", "CONFIG", "STATUS"];
   const cells = rows.map((r) => [r.name, r.role, r.talos, r.kubernetes, r.config, r.status]);
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
@@ -141,7 +141,7 @@ export function formatDrift(rows: readonly NodeDrift[]): string {
 }
 
 /** `drift` as asked. */
-export interface DriftCommand {
+interface DriftCommand {
   readonly env: string;
   readonly installCli: boolean;
 }

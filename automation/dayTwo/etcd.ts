@@ -18,7 +18,7 @@ import { snapshotDir, takeSnapshot } from "./snapshots";
 import type { ServiceStatus } from "./talosClient";
 
 /** `etcd snapshot` as asked. */
-export interface SnapshotCommand {
+interface SnapshotCommand {
   readonly env: string;
   readonly out?: string;
   readonly keepSnapshots: number;
@@ -55,7 +55,7 @@ export async function etcdSnapshot(
 }
 
 /** `etcd restore` as asked. */
-export interface RestoreCommand {
+interface RestoreCommand {
   readonly env: string;
   readonly from: string;
   /** Confirm every step in advance. */

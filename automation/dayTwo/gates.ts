@@ -14,7 +14,7 @@ export function quorum(members: number): number {
 }
 
 /** A gate's verdict: pass with what it saw, or stop with why. */
-export type GateResult =
+type GateResult =
   { readonly ok: true; readonly detail: string } | { readonly ok: false; readonly reason: string };
 
 function text(error: unknown): string {
@@ -71,7 +71,7 @@ export async function quorumGate(
 }
 
 /** How long to wait for a node and how often to ask. */
-export interface WaitOptions {
+interface WaitOptions {
   readonly timeoutMs: number;
   readonly pollMs: number;
 }

@@ -34,7 +34,7 @@ export interface NodeDrainer {
 }
 
 /** Options of the kubectl-backed drainer. */
-export interface KubectlDrainerOptions {
+interface KubectlDrainerOptions {
   /** A 0600 file holding the cluster's kubeconfig. */
   readonly kubeconfig: string;
   /** The kubectl program (KUBECTL, else `kubectl` on PATH). */
@@ -45,7 +45,7 @@ export interface KubectlDrainerOptions {
 }
 
 /** The fix when kubectl is missing and a drain was asked for. */
-export const KUBECTL_INSTALL_HINT =
+const KUBECTL_INSTALL_HINT =
   "Install kubectl (https://kubernetes.io/docs/tasks/tools/) on PATH or set KUBECTL to its path, or pass --no-drain to reboot the nodes without draining them";
 
 /** How long cordon, uncordon and `version --client` may take. */

@@ -12,7 +12,7 @@ import { type DayTwoSession, runDayTwo } from "./run";
 import { finishStackFile } from "./talosUpgrade";
 
 /** `upgrade kubernetes` as asked. */
-export interface KubernetesUpgradeRequest {
+interface KubernetesUpgradeRequest {
   readonly env: string;
   /** `1.37.1` (a leading v is dropped). */
   readonly to: string;

@@ -12,7 +12,7 @@ import { type DayTwoSession, runDayTwo } from "./run";
 import type { EtcdMember } from "./talosClient";
 
 /** `replace-node` as asked. */
-export interface ReplaceNodeCommand {
+interface ReplaceNodeCommand {
   readonly env: string;
   readonly node: string;
   readonly yes: boolean;

@@ -28,7 +28,7 @@ import type { TalosClient } from "./talosClient";
 import { upgradeBatches } from "./talosUpgrade";
 
 /** `rollout` as asked. */
-export interface RolloutRequest {
+interface RolloutRequest {
   readonly env: string;
   /** Workers rebooted at once; at most the stack's cluster.rollout.maxUnavailableWorkers. */
   readonly maxUnavailable?: number;
@@ -43,14 +43,14 @@ export interface RolloutRequest {
 }
 
 /** A node whose staged config differs from the one it runs. */
-export interface PendingNode {
+interface PendingNode {
   readonly node: ClusterNode;
   /** Where the configs differ (paths only: configs hold keys). */
   readonly differences: readonly string[];
 }
 
 /** The stack file's cluster.rollout.maxUnavailableWorkers (default 1). */
-export function maxUnavailableWorkers(repoRoot: string, env: string): number {
+function maxUnavailableWorkers(repoRoot: string, env: string): number {
   const layer = resolveLayer(repoRoot, "foundation");
   const cluster = readStackFile(layer, env).config[`${layer.project}:cluster`] as
     { rollout?: { maxUnavailableWorkers?: unknown } } | undefined;
@@ -59,7 +59,7 @@ export function maxUnavailableWorkers(repoRoot: string, env: string): number {
 }
 
 /** Nodes whose staged config differs from the running one, in stack order. */
-export async function pendingNodes(
+async function pendingNodes(
   talos: TalosClient,
   nodes: readonly ClusterNode[],
 ): Promise<PendingNode[]> {
@@ -83,7 +83,7 @@ export async function pendingNodes(
  * as `-`: nodename.FromHostname), and the program sets each node's hostname to its stack name, a
  * lowercase DNS label, so the two are the same.
  */
-export function kubernetesNodeName(node: ClusterNode): string {
+function kubernetesNodeName(node: ClusterNode): string {
   return node.name;
 }
 

@@ -44,7 +44,7 @@ export async function withTalos<T>(
 }
 
 /** A day-two command as the operator gave it. */
-export interface DayTwoRequest {
+interface DayTwoRequest {
   readonly command: DayTwoCommandName;
   readonly env: string;
   readonly installCli: boolean;

@@ -48,7 +48,7 @@ export function pruneSnapshots(dir: string, clusterName: string, keep: number): 
 }
 
 /** Where and how a snapshot is taken. */
-export interface SnapshotRequest {
+interface SnapshotRequest {
   readonly client: TalosClient;
   readonly cluster: DeployedCluster;
   readonly repoRoot: string;

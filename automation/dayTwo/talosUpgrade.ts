@@ -14,7 +14,7 @@ import { retagImage } from "./talosctlOutput";
 import { applyBump, describeBump, planBump } from "./versionBump";
 
 /** `upgrade talos` as asked. */
-export interface TalosUpgradeRequest {
+interface TalosUpgradeRequest {
   readonly env: string;
   /** `v1.14.1` (a leading v is added when missing). */
   readonly to: string;

@@ -33,7 +33,7 @@ export const TALOSCTL_TIMEOUTS = {
 } as const;
 
 /** Options of the talosctl client. */
-export interface TalosctlOptions {
+interface TalosctlOptions {
   readonly connection: TalosConnection;
   /** The talosctl program (TALOSCTL, else `talosctl` on PATH). */
   readonly binary?: string;
@@ -43,7 +43,7 @@ export interface TalosctlOptions {
 }
 
 /** The install hint when talosctl is missing: the release of the cluster's Talos version. */
-export function installHint(talosVersion: string | undefined): string {
+function installHint(talosVersion: string | undefined): string {
   const minor = talosVersion ? /^v?(\d+\.\d+)/.exec(talosVersion)?.[1] : undefined;
   const version = talosVersion ? `v${talosVersion.replace(/^v/, "")}` : undefined;
   return minor && version

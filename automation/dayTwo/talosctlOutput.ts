@@ -7,7 +7,7 @@ import { parseVersion } from "../../components/talos/versions";
 import type { EtcdMember, ServiceStatus } from "./talosClient";
 
 /** talosctl printed something this CLI cannot read. */
-export class TalosctlOutputError extends Error {
+class TalosctlOutputError extends Error {
   constructor(
     readonly command: string,
     readonly expected: string,
@@ -78,7 +78,7 @@ function section(text: string, start: string, end?: string): string | undefined 
  * Splits a table talosctl printed with Go's tabwriter: cells start where their header starts.
  * Header names may contain single spaces (`PEER URLS`); columns are separated by two or more.
  */
-export function parseTable(output: string, required: readonly string[]): Record<string, string>[] {
+function parseTable(output: string, required: readonly string[]): Record<string, string>[] {
   const lines = output.split("\n").filter((line) => line.trim() !== "");
   const headerIndex = lines.findIndex((line) =>
     required.every((name) => new RegExp(`(^|\\s)${name}(\\s|$)`).test(line)),
@@ -179,7 +179,7 @@ export function parseMachineConfig(output: string): string {
 }
 
 /** An image reference split into its parts: `repo/name`, the tag and the digest (each optional). */
-export function splitImage(image: string): { name: string; tag?: string; digest?: string } {
+function splitImage(image: string): { name: string; tag?: string; digest?: string } {
   const at = image.indexOf("@");
   const digest = at < 0 ? undefined : image.slice(at + 1);
   const withoutDigest = at < 0 ? image : image.slice(0, at);
@@ -213,7 +213,7 @@ export function retagImage(image: string, tag: string): string | undefined {
 }
 
 /** The check `talosctl health` reported failing last, and what it said. */
-export interface HealthFailure {
+interface HealthFailure {
   /** The check as talosctl names it, e.g. `all k8s nodes to report ready`. */
   readonly check: string;
   /** Its last error, e.g. `some nodes are not ready: [w-1]`. */

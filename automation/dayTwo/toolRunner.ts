@@ -20,7 +20,7 @@ export interface CommandResult {
 }
 
 /** How one process runs. */
-export interface RunOptions {
+interface RunOptions {
   readonly timeoutMs: number;
   /** Receives output as it arrives (progress of long commands); never used for secret output. */
   readonly onOutput?: (text: string) => void;
@@ -79,7 +79,7 @@ export const spawnRunner: CommandRunner = (command, args, options) =>
   });
 
 /** A program the CLI drives, and what the operator is told when it cannot be started. */
-export interface ToolSpec {
+interface ToolSpec {
   /** `talosctl`, `kubectl`. */
   readonly name: string;
   /** The program to run: a path from the environment (TALOSCTL, KUBECTL), else the name on PATH. */
@@ -94,7 +94,7 @@ export interface ToolSpec {
 }
 
 /** One call of a tool. */
-export interface ToolCall {
+interface ToolCall {
   readonly timeoutMs: number;
   /** Stream its output to the progress sink (long commands; never secret output). */
   readonly stream?: boolean;
@@ -105,7 +105,7 @@ export interface ToolCall {
 }
 
 /** The last line of a program's output, bounded, for a message. */
-export function lastLine(text: string): string {
+function lastLine(text: string): string {
   const lines = text
     .trim()
     .split("\n")

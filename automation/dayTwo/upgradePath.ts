@@ -33,7 +33,7 @@ function unparsable(what: string, value: string, example: string): StepVerdict {
 }
 
 /** The Talos minors strictly after `from` up to and including `to` (`["1.13", "1.14"]`). */
-export function talosMinorsBetween(from: semver.SemVer, to: semver.SemVer): string[] {
+function talosMinorsBetween(from: semver.SemVer, to: semver.SemVer): string[] {
   return TALOS_RELEASES.map((release) => release.minor).filter(
     (minor) => compareMinor(minor, minorOf(from)) > 0 && compareMinor(minor, minorOf(to)) <= 0,
   );

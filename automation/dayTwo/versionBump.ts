@@ -8,10 +8,10 @@ import { UserError } from "../errors";
 import { writeFileAtomically } from "../files";
 
 /** The versions the day-two commands bump. */
-export type VersionKey = "talosVersion" | "kubernetesVersion";
+type VersionKey = "talosVersion" | "kubernetesVersion";
 
 /** A planned (or applied) change of one line. */
-export interface StackBump {
+interface StackBump {
   readonly file: string;
   readonly key: VersionKey;
   readonly from: string;

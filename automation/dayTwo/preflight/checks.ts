@@ -29,7 +29,7 @@ export interface LiveTarget {
 }
 
 /** What every check sees: the cluster, what it reported, the target, and the versions derived. */
-export interface LiveInput {
+interface LiveInput {
   readonly cluster: DeployedCluster;
   readonly observed: Observation;
   readonly target: LiveTarget;
@@ -44,7 +44,7 @@ export interface LiveInput {
 }
 
 /** One check: its verdict, or undefined when it does not apply to this change. */
-export interface LiveCheck {
+interface LiveCheck {
   readonly id: string;
   /** It asks talosctl's answers: skipped when talosctl is missing. */
   readonly needsTalosctl?: boolean;
@@ -52,7 +52,7 @@ export interface LiveCheck {
 }
 
 /** The lowest of some versions (the one a change starts from); undefined when none parses. */
-export function lowestVersion(values: readonly (string | undefined)[]): string | undefined {
+function lowestVersion(values: readonly (string | undefined)[]): string | undefined {
   const parsed = values
     .map((value) => (value === undefined ? undefined : parseVersion(value)))
     .filter((v): v is NonNullable<typeof v> => v !== undefined);
@@ -248,7 +248,7 @@ const installerImages: LiveCheck = {
 };
 
 /** Every live check, in the order the report lists them. */
-export const LIVE_CHECKS: readonly LiveCheck[] = [
+const LIVE_CHECKS: readonly LiveCheck[] = [
   talosPath,
   kubernetesPath,
   kubernetesSupported,

@@ -9,7 +9,7 @@ import { observeCluster } from "./observe";
 import { formatPreflight } from "./report";
 
 /** `preflight` as asked. */
-export interface PreflightCommand {
+interface PreflightCommand {
   readonly env: string;
   /** Check a Talos upgrade to this version instead of the stack file's. */
   readonly talos?: string;

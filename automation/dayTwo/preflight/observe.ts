@@ -6,7 +6,7 @@ import { type ClusterNode, type DeployedCluster, controlPlanes, healthAddress } 
 import type { EtcdMember, TalosClient } from "../talosClient";
 
 /** What one node reported. */
-export interface NodeObservation {
+interface NodeObservation {
   readonly node: ClusterNode;
   readonly talos?: string;
   readonly kubernetes?: string;

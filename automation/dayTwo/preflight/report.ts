@@ -54,7 +54,7 @@ export function formatPreflight(title: string, result: PreflightReport): string 
 }
 
 /** A refused preflight: one message naming every failed check; exit code 3. */
-export class PreflightError extends UserError {
+class PreflightError extends UserError {
   constructor(
     readonly target: string,
     readonly failed: readonly CheckResult[],

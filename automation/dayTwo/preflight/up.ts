@@ -16,7 +16,7 @@ import { kubernetesStep, kubernetesSupported, talosStep } from "../upgradePath";
 import { type CheckResult, type PreflightReport, fromVerdict, report } from "./report";
 
 /** The version pair a change starts from or goes to. */
-export interface Versions {
+interface Versions {
   readonly talos: string;
   readonly kubernetes: string;
 }
@@ -25,7 +25,7 @@ export interface Versions {
  * The version checks, from `current` to `target`: the Talos path, the Kubernetes path and whether
  * the target Talos supports both Kubernetes versions (Talos goes first, so it runs both).
  */
-export function versionChecks(current: Versions, target: Versions, env = "<env>"): CheckResult[] {
+function versionChecks(current: Versions, target: Versions, env = "<env>"): CheckResult[] {
   return [
     fromVerdict("talos-path", talosStep(current.talos, target.talos, env)),
     fromVerdict("kubernetes-path", kubernetesStep(current.kubernetes, target.kubernetes)),
@@ -44,7 +44,7 @@ const CLUSTER_KEY = "talos-platform:cluster";
  * generated: `configContract`, which defaults to `talosVersion`) to a newer minor than the one last
  * deployed. Nodes must run at least that minor before `up` pushes configs of the new contract.
  */
-export interface ContractMove {
+interface ContractMove {
   /** The contract last deployed (the `configContract` output; `talosVersion` before it existed). */
   readonly from: string;
   /** The contract the stack file asks for now. */
@@ -54,7 +54,7 @@ export interface ContractMove {
 }
 
 /** The contract a stack file asks for: `configContract`, else `talosVersion`; undefined when unset. */
-export function stackContract(
+function stackContract(
   stackFile: StackFile,
 ): { readonly contract: string; readonly pinned: boolean } | undefined {
   const cluster = stackFile.config[CLUSTER_KEY] as
@@ -146,7 +146,7 @@ export const BOOTSTRAP_TYPE = "talos:machine/bootstrap:Bootstrap";
 export const SECRETS_TYPE = "talos:machine/secrets:Secrets";
 
 /** What `up` needs to check one foundation stack. */
-export interface UpPreflightInput {
+interface UpPreflightInput {
   readonly stack: Pick<StackOperations, "outputs" | "stateResources">;
   readonly stackFile: StackFile;
   readonly env: string;
@@ -165,7 +165,7 @@ export interface UpPreflightInput {
  * with every other problem. It applies while the cluster's machine secrets are in the state (without
  * them `up` builds a new cluster).
  */
-export function bootstrapOnce(
+function bootstrapOnce(
   stackFile: StackFile,
   resources: readonly StateResource[],
   deployed: OutputMap | undefined,
@@ -221,7 +221,7 @@ function olderThan(
  * documents. So `up` asks every deployed node its version (talosctl, only when the contract moves)
  * and refuses while any runs an older minor.
  */
-export async function contractCheck(
+async function contractCheck(
   ctx: CliContext,
   move: ContractMove,
   cluster: () => DeployedCluster,
