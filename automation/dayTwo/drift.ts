@@ -43,10 +43,7 @@ function message(error: unknown): string {
 }
 
 /** Compares every node with the stack; never throws for a node that does not answer. */
-async function compareNodes(
-  client: TalosClient,
-  cluster: DeployedCluster,
-): Promise<NodeDrift[]> {
+async function compareNodes(client: TalosClient, cluster: DeployedCluster): Promise<NodeDrift[]> {
   const want = cluster.stack;
   const rows: NodeDrift[] = [];
   for (const node of cluster.nodes) {
