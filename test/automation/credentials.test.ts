@@ -1,6 +1,5 @@
+import * as pulumi from "@pulumi/pulumi";
 import { strict as assert } from "node:assert";
-import * as fs from "node:fs";
-import * as path from "node:path";
 import { type BwsRunner, listBitwardenSecrets, parseSecretList } from "../../automation/bitwarden";
 import { runCli } from "../../automation/cli";
 import { CREDENTIALS, resolveCredentials } from "../../automation/credentials";
@@ -9,7 +8,9 @@ import { BOOTSTRAP_SECRET_KEYS } from "../../components/config/bootstrap";
 import { FOUNDATION_SECRET_KEYS } from "../../components/config/load";
 import { ExitCode, UserError } from "../../automation/errors";
 import { resolveLayer, readStackFile } from "../../automation/layers";
-import { ROOT, cleanupRepos, makeRepo, testContext } from "./helpers";
+import { RUN_SECRETS_ENV } from "../../components/config/runSecretsEnv";
+import { readStackFile as readFixture, setupRun, unwrap } from "../harness";
+import { cleanupRepos, makeRepo, testContext } from "./helpers";
 
 /** A foundation stack that needs the Proxmox token and the Flux deploy key. */
 const NEEDY_STACK = [
@@ -120,21 +121,49 @@ describe("credentials", () => {
     );
   });
 
-  it("has the programs read every credential through getCredential, so the run's values reach them", () => {
-    const dir = path.join(ROOT, "components", "config");
-    const sources = fs
-      .readdirSync(dir)
-      .filter((f) => f.endsWith(".ts") && f !== "runSecrets.ts")
-      .map((f) => fs.readFileSync(path.join(dir, f), "utf8"))
-      .join("\n");
-    // A plain getSecret would miss what the CLI hands over in the engine's environment.
-    assert.doesNotMatch(sources, /\.getSecret\(/);
-    for (const credential of Object.values(CREDENTIALS).flat()) {
-      assert.match(
-        sources,
-        new RegExp(`getCredential\\(\\s*config,\\s*"${credential.configKey}"`),
-        credential.configKey,
-      );
+  it("hands every credential of every layer found for the run to its program, as a secret", async () => {
+    const layers = [
+      {
+        keys: FOUNDATION_SECRET_KEYS,
+        project: "talos-platform",
+        values: readFixture("staging"),
+        load: async () =>
+          (await import("../../components/config/load")).loadPlatformConfig().secrets,
+      },
+      {
+        keys: APP_SECRET_KEYS,
+        project: "talos-platform-app",
+        values: readFixture("staging", "app", "talos-platform-app"),
+        load: async () => (await import("../../components/config/appLoad")).loadAppConfig().secrets,
+      },
+      {
+        keys: BOOTSTRAP_SECRET_KEYS,
+        project: "talos-platform-bootstrap",
+        values: readFixture("shared", "bootstrap", "talos-platform-bootstrap"),
+        load: async () => {
+          const { loadBootstrapConfig } = await import("../../components/config/bootstrapLoad");
+          return { gcpCredentials: loadBootstrapConfig().gcpCredentials };
+        },
+      },
+    ];
+    const before = process.env[RUN_SECRETS_ENV];
+    try {
+      for (const layer of layers) {
+        await setupRun(layer.values, { project: layer.project });
+        process.env[RUN_SECRETS_ENV] = JSON.stringify(
+          Object.fromEntries(layer.keys.map((key) => [`${layer.project}:${key}`, `run-${key}`])),
+        );
+        const secrets = (await layer.load()) as Record<string, unknown>;
+        for (const key of layer.keys) {
+          const value = secrets[key] as pulumi.Output<string> | undefined;
+          assert.ok(value, `${layer.project}:${key} did not reach the program`);
+          assert.equal(await unwrap(value), `run-${key}`, key);
+          assert.equal(await pulumi.isSecret(value), true, key);
+        }
+      }
+    } finally {
+      if (before === undefined) delete process.env[RUN_SECRETS_ENV];
+      else process.env[RUN_SECRETS_ENV] = before;
     }
   });
 
