@@ -224,6 +224,18 @@ function engineErrorLines(stderr: string): string[] {
   return lines.length > 0 ? lines : stderr ? [firstLines(stderr, 4)] : [];
 }
 
+/**
+ * Why something failed, in one line to quote inside another message: a UserError's what, problem
+ * and what it got, without its fix (the outer message gives the fix that applies there).
+ */
+export function errorReason(error: unknown): string {
+  if (error instanceof UserError) {
+    const { what, problem, got } = error.problem;
+    return `${what} ${problem}${got ? `: ${got}` : ""}`;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
 /** Where errors are written. */
 interface ErrorSink {
   write(text: string): void;

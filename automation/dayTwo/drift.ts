@@ -3,7 +3,7 @@
 // A table, then the paths that differ; exit 6 on drift so a scheduled job can alert on it.
 import * as path from "node:path";
 import type { CliContext } from "../context";
-import { ExitCode, type ExitCodeValue } from "../errors";
+import { ExitCode, type ExitCodeValue, errorReason } from "../errors";
 import type { DeployedCluster } from "./cluster";
 import { configDifferences } from "./configCompare";
 import { sameVersion } from "./gates";
@@ -38,10 +38,6 @@ function versionCell(
     : { cell: `${got} (stack: ${want})`, drift: true };
 }
 
-function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 /** Compares every node with the stack; never throws for a node that does not answer. */
 async function compareNodes(client: TalosClient, cluster: DeployedCluster): Promise<NodeDrift[]> {
   const want = cluster.stack;
@@ -59,7 +55,7 @@ async function compareNodes(client: TalosClient, cluster: DeployedCluster): Prom
         kubernetes: "?",
         config: "?",
         configPaths: [],
-        error: message(error),
+        error: errorReason(error),
       });
       continue;
     }
@@ -68,7 +64,7 @@ async function compareNodes(client: TalosClient, cluster: DeployedCluster): Prom
     try {
       kubelet = await client.kubeletVersion(node.address);
     } catch (error) {
-      errors.push(`kubelet: ${message(error)}`);
+      errors.push(`kubelet: ${errorReason(error)}`);
     }
     let configPaths: string[] = [];
     let config = "?";
@@ -83,7 +79,7 @@ async function compareNodes(client: TalosClient, cluster: DeployedCluster): Prom
             ? "same"
             : `${configPaths.length} ${configPaths.length === 1 ? "path differs" : "paths differ"}`;
       } catch (error) {
-        errors.push(`config: ${message(error)}`);
+        errors.push(`config: ${errorReason(error)}`);
       }
     }
     const t = versionCell(want.talosVersion, talos, sameVersion);

@@ -7,7 +7,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { CliContext } from "../context";
-import { ExitCode, type ExitCodeValue, UserError } from "../errors";
+import { ExitCode, type ExitCodeValue, UserError, errorReason } from "../errors";
 import { controlPlanes } from "./cluster";
 import { formatDuration } from "./clock";
 import type { DayTwoDeps } from "./deps";
@@ -146,7 +146,7 @@ async function restore(
       await client.nodeVersion(cp.address);
       states.set(cp.name, await client.service(cp.address, "etcd"));
     } catch (error) {
-      silent.push(`${cp.name} (${error instanceof Error ? error.message : String(error)})`);
+      silent.push(`${cp.name} (${errorReason(error)})`);
     }
   }
   if (silent.length > 0) {
@@ -183,11 +183,7 @@ async function restore(
     const wipes = await Promise.allSettled(toWipe.map((cp) => client.wipeEphemeral(cp.address)));
     const failed = toWipe.flatMap((cp, i) => {
       const wipe = wipes[i];
-      return wipe.status === "rejected"
-        ? [
-            `${cp.name}: ${wipe.reason instanceof Error ? wipe.reason.message : String(wipe.reason)}`,
-          ]
-        : [];
+      return wipe.status === "rejected" ? [`${cp.name}: ${errorReason(wipe.reason)}`] : [];
     });
     if (failed.length > 0) {
       return fail(
@@ -242,7 +238,7 @@ async function restore(
   } catch (error) {
     return fail(
       `bootstrap on ${first.name} failed`,
-      JSON.stringify(error instanceof Error ? error.message : String(error)),
+      JSON.stringify(errorReason(error)),
       "Check etcd on it (talosctl -n <node> service etcd; logs etcd). While all are Preparing it can be rerun",
     );
   }
@@ -256,7 +252,7 @@ async function restore(
         .filter((cp) => !members.some((m) => m.hostname === cp.name && !m.learner))
         .map((cp) => `${cp.name} not a voting member yet`);
     } catch (error) {
-      return [`members unreadable: ${error instanceof Error ? error.message : String(error)}`];
+      return [`members unreadable: ${errorReason(error)}`];
     }
   });
   if (missing.length > 0) {

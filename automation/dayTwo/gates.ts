@@ -2,6 +2,7 @@
 // upgraded node answers again, it runs the target version (a silent A/B rollback boots the old
 // image and looks healthy), and the whole cluster is healthy. Each gate returns a reason to stop
 // instead of throwing, so the roll can report where it stopped.
+import { errorReason } from "../errors";
 import type { ClusterNode, DeployedCluster } from "./cluster";
 import { controlPlanes, healthAddress, workers } from "./cluster";
 import { type DayTwoClock, formatDuration } from "./clock";
@@ -16,10 +17,6 @@ export function quorum(members: number): number {
 /** A gate's verdict: pass with what it saw, or stop with why. */
 type GateResult =
   { readonly ok: true; readonly detail: string } | { readonly ok: false; readonly reason: string };
-
-function text(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 /**
  * Before a control plane goes down: the other members must still form a quorum of the whole
@@ -41,7 +38,7 @@ export async function quorumGate(
       voters = (await client.etcdMembers(cp.address)).filter((m) => !m.learner).length;
       break;
     } catch (error) {
-      lastError = text(error);
+      lastError = errorReason(error);
     }
   }
   if (voters === undefined) {
@@ -57,7 +54,7 @@ export async function quorumGate(
       states.push(`${cp.name} ${status.state}/${status.health || "?"}`);
     } catch (error) {
       states.push(`${cp.name} unreachable`);
-      lastError = text(error);
+      lastError = errorReason(error);
     }
   }
   const need = quorum(Math.max(voters, controlPlanes(cluster).length));
@@ -89,7 +86,7 @@ export async function waitForNode(
     try {
       return { ok: true, version: await client.nodeVersion(node.address) };
     } catch (error) {
-      lastError = text(error);
+      lastError = errorReason(error);
     }
     if (clock.now() - start >= options.timeoutMs) {
       return {
@@ -135,6 +132,6 @@ export async function healthGate(
     });
     return { ok: true, detail: "cluster healthy" };
   } catch (error) {
-    return { ok: false, reason: `the cluster health check failed: ${text(error)}` };
+    return { ok: false, reason: `the cluster health check failed: ${errorReason(error)}` };
   }
 }

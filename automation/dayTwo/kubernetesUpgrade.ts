@@ -3,7 +3,7 @@
 // safe to re-run), the health check, every kubelet on the target, then the stack file bump.
 import * as path from "node:path";
 import type { CliContext } from "../context";
-import { ExitCode, type ExitCodeValue, UserError } from "../errors";
+import { ExitCode, type ExitCodeValue, UserError, errorReason } from "../errors";
 import { controlPlanes } from "./cluster";
 import { formatDuration } from "./clock";
 import { healthGate } from "./gates";
@@ -75,7 +75,7 @@ async function run(
   } catch (error) {
     return fail(
       "the dry run failed; nothing was changed",
-      JSON.stringify(error instanceof Error ? error.message : String(error)),
+      JSON.stringify(errorReason(error)),
       "Fix what it reports (e.g. removed APIs still in use) and rerun",
     );
   }
@@ -87,7 +87,7 @@ async function run(
   } catch (error) {
     return fail(
       "upgrade-k8s failed partway",
-      JSON.stringify(error instanceof Error ? error.message : String(error)),
+      JSON.stringify(errorReason(error)),
       `It is safe to re-run once the cause is fixed: ${rerun} (snapshot from before: ${path.relative(ctx.repoRoot, snapshot.file)})`,
     );
   }
@@ -105,7 +105,7 @@ async function run(
       const version = await client.kubeletVersion(node.address);
       if (version !== to) behind.push(`${node.name} ${version}`);
     } catch (error) {
-      behind.push(`${node.name} (${error instanceof Error ? error.message : String(error)})`);
+      behind.push(`${node.name} (${errorReason(error)})`);
     }
   }
   if (behind.length > 0) {

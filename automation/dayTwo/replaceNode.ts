@@ -5,7 +5,7 @@
 // by the operator's stack-file change and `up`, which pushes its config; it then joins etcd again.
 import * as path from "node:path";
 import type { CliContext } from "../context";
-import { ExitCode, type ExitCodeValue, UserError } from "../errors";
+import { ExitCode, type ExitCodeValue, UserError, errorReason } from "../errors";
 import { type ClusterNode, controlPlanes } from "./cluster";
 import { quorum } from "./gates";
 import { type DayTwoSession, runDayTwo } from "./run";
@@ -48,10 +48,6 @@ export async function replaceNode(
   );
 }
 
-function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 async function run(
   session: DayTwoSession,
   node: ClusterNode,
@@ -92,7 +88,7 @@ async function run(
         via = cp;
         break;
       } catch (error) {
-        lastError = message(error);
+        lastError = errorReason(error);
       }
     }
     if (!members || !via) {
@@ -154,7 +150,7 @@ async function run(
           {
             what: `replace-node ${request.env} ${node.name}`,
             problem: "removing the etcd member failed",
-            got: JSON.stringify(message(error)),
+            got: JSON.stringify(errorReason(error)),
             fix: `Check etcd (talosctl -n ${via.address} etcd members) and rerun`,
           },
           ExitCode.failed,

@@ -11,7 +11,7 @@
 // health check fails while any node is unschedulable ("all k8s nodes to report schedulable").
 import { readStackFile, resolveLayer } from "../layers";
 import type { CliContext } from "../context";
-import { ExitCode, type ExitCodeValue, UserError } from "../errors";
+import { ExitCode, type ExitCodeValue, UserError, errorReason } from "../errors";
 import type { ClusterNode } from "./cluster";
 import { formatDuration } from "./clock";
 import { configDifferences } from "./configCompare";
@@ -226,7 +226,7 @@ async function rollNodes(
           what: `rollout ${request.env}`,
           problem: `stopped at ${stop.node.name} (${stop.step})${cordoned.length > 0 ? `; ${cordoned.join(", ")} stay${cordoned.length === 1 ? "s" : ""} cordoned` : ""}`,
           got: JSON.stringify(stop.reason),
-          fix: `${stopFix(stop)}, then run rollout again: nodes already rebooted have nothing staged and are skipped${cordoned.length > 0 ? `, and a node it drains again is uncordoned once back and Ready. To put a node back into service without its reboot: ${uncordonCommands(cordoned, request.env)}` : ""}`,
+          fix: `${stopFix(stop)}, then run rollout again: rebooted nodes are skipped (docs/day-two.md#rollout)`,
         },
         ExitCode.failed,
       );
@@ -277,13 +277,6 @@ interface Drain {
   readonly timeoutMs: number;
 }
 
-/** Why a step failed, in one line: what ran, how it failed and its last output line (no fix). */
-function reasonOf(error: unknown): string {
-  if (!(error instanceof UserError)) return String((error as Error)?.message ?? error);
-  const { what, problem, got } = error.problem;
-  return `${what} ${problem}${got ? `: ${got}` : ""}`;
-}
-
 /**
  * Cordons every node of the batch first (so pods evicted from one do not land on a batch mate),
  * then drains them all at once; resolves to the first failure.
@@ -297,7 +290,7 @@ async function drainBatch(
     try {
       await drain.drainer.cordon(kubernetesNodeName(node));
     } catch (error) {
-      return { node, reason: reasonOf(error) };
+      return { node, reason: errorReason(error) };
     }
   }
   const results = await Promise.allSettled(
@@ -310,7 +303,7 @@ async function drainBatch(
   );
   for (const [i, node] of batch.entries()) {
     const result = results[i];
-    if (result.status === "rejected") return { node, reason: reasonOf(result.reason) };
+    if (result.status === "rejected") return { node, reason: errorReason(result.reason) };
   }
   return undefined;
 }
@@ -359,7 +352,7 @@ async function rebootBatch(
       return {
         node,
         step: "reboot",
-        reason: String((result.reason as Error)?.message ?? result.reason),
+        reason: errorReason(result.reason),
         cordoned,
       };
     }
@@ -392,7 +385,7 @@ async function rebootBatch(
       try {
         await drain.drainer.uncordon(kubernetesNodeName(node));
       } catch (error) {
-        return { node, step: "uncordon", reason: reasonOf(error), cordoned: batch.slice(i) };
+        return { node, step: "uncordon", reason: errorReason(error), cordoned: batch.slice(i) };
       }
     }
     out(`${batch.map((n) => n.name).join(", ")}: Ready in Kubernetes; uncordoned`);
@@ -424,7 +417,7 @@ async function waitForKubernetesReady(
       if (await drainer.ready(kubernetesNodeName(node))) return { ok: true };
       last = "its Ready condition is not True";
     } catch (error) {
-      last = reasonOf(error);
+      last = errorReason(error);
     }
     if (clock.now() - start >= timeouts.nodeMs) {
       return {

@@ -4,7 +4,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { stateDir } from "../backend";
-import { ExitCode, UserError } from "../errors";
+import { ExitCode, UserError, errorReason } from "../errors";
 import { PRIVATE_FILE_MODE, ensurePrivateDir } from "../files";
 import type { DeployedCluster } from "./cluster";
 import { controlPlanes } from "./cluster";
@@ -91,7 +91,7 @@ export async function takeSnapshot(request: SnapshotRequest): Promise<Snapshot> 
     try {
       await request.client.etcdSnapshot(cp.address, file);
     } catch (error) {
-      failures.push(`${cp.name}: ${error instanceof Error ? error.message : String(error)}`);
+      failures.push(`${cp.name}: ${errorReason(error)}`);
       continue;
     }
     const bytes = fs.existsSync(file) ? fs.statSync(file).size : 0;

@@ -4,7 +4,7 @@
 // healthy before anything else is touched. The stack file's talosVersion is bumped only at the end.
 import * as path from "node:path";
 import type { CliContext } from "../context";
-import { ExitCode, type ExitCodeValue, UserError } from "../errors";
+import { ExitCode, type ExitCodeValue, UserError, errorReason } from "../errors";
 import { type ClusterNode, type DeployedCluster, controlPlanes, workers } from "./cluster";
 import { formatDuration } from "./clock";
 import { healthGate, quorumGate, sameVersion, versionGate, waitForNode } from "./gates";
@@ -191,7 +191,7 @@ async function roll(
           stops.push({
             node,
             step: "upgrade",
-            reason: String((result.reason as Error)?.message ?? result.reason),
+            reason: errorReason(result.reason),
           });
           continue;
         }

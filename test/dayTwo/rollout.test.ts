@@ -289,7 +289,7 @@ describe("rollout: draining each node before its reboot", () => {
     assert.match(stdout, /not touched: w-3/);
     assert.match(f.ctx.stderr.text, /w-1, w-2 stay cordoned/);
     assert.match(
-      f.ctx.stderr.text,
+      stdout,
       /kubectl uncordon w-2 \(kubeconfig: npm run platform -- kubeconfig staging\)/,
     );
   });

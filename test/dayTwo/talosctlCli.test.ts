@@ -244,7 +244,7 @@ describe("a failing health check", () => {
     assert.ok(streamed >= 0 && refusal > streamed, f.ctx.stderr.text);
     assert.match(
       f.ctx.stdout.text,
-      /stopped at: {2}cp-2: the cluster health check failed: talosctl health --wait-timeout 180s .*: the check "all k8s nodes to report ready" did not pass \(waited up to 3m0s\); got "some nodes are not ready: \[cp-2\]"/,
+      /stopped at: {2}cp-2: the cluster health check failed: talosctl health --wait-timeout 180s .* the check "all k8s nodes to report ready" did not pass \(waited up to 3m0s\): "some nodes are not ready: \[cp-2\]"/,
     );
     assert.ok(!f.ctx.stdout.text.includes("context deadline exceeded"));
     assert.deepEqual(

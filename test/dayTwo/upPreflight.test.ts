@@ -139,7 +139,7 @@ describe("up refuses a config contract newer than the nodes run", () => {
     assert.equal(await runCli(["up", "staging"], f.ctx), ExitCode.refused);
     assert.match(
       f.ctx.stderr.text,
-      /checking that the nodes run it needs talosctl; got "talosctl: could not be started \(not found\).*Install talosctl, or pin configContract: v1\.13\.9/,
+      /checking that the nodes run it needs talosctl; got "talosctl could not be started \(not found\).*Install talosctl, or pin configContract: v1\.13\.9/,
     );
   });
 

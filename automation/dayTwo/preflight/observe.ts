@@ -1,6 +1,7 @@
 // What the live preflight asks the cluster, all of it, before any check judges: talosctl's version,
 // each node's Talos and kubelet versions, the etcd members and each member's service, and Talos'
 // own health check. An unhealthy cluster is an observation, never an error.
+import { errorReason } from "../../errors";
 import { PREFLIGHT_HEALTH_TIMEOUT_MS } from "../options";
 import { type ClusterNode, type DeployedCluster, controlPlanes, healthAddress } from "../cluster";
 import type { EtcdMember, TalosClient } from "../talosClient";
@@ -30,10 +31,6 @@ export interface Observation {
   readonly health?: { readonly ok: boolean; readonly detail: string };
 }
 
-function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 /** Asks the cluster everything the live checks need; never throws for an unhealthy cluster. */
 export async function observeCluster(
   client: TalosClient,
@@ -58,10 +55,10 @@ export async function observeCluster(
       try {
         nodes.push({ node, talos, kubernetes: await client.kubeletVersion(node.address) });
       } catch (error) {
-        nodes.push({ node, talos, error: `kubelet: ${message(error)}` });
+        nodes.push({ node, talos, error: `kubelet: ${errorReason(error)}` });
       }
     } catch (error) {
-      nodes.push({ node, error: message(error) });
+      nodes.push({ node, error: errorReason(error) });
     }
   }
   const cps = controlPlanes(cluster);
@@ -73,7 +70,7 @@ export async function observeCluster(
     try {
       members = await client.etcdMembers(answering[0].address);
     } catch (error) {
-      membersError = message(error);
+      membersError = errorReason(error);
     }
   }
   const etcd: { node: string; healthy: boolean; detail: string }[] = [];
@@ -86,7 +83,7 @@ export async function observeCluster(
         detail: `${status.state}${status.health ? `/${status.health}` : ""}`,
       });
     } catch (error) {
-      etcd.push({ node: cp.name, healthy: false, detail: message(error) });
+      etcd.push({ node: cp.name, healthy: false, detail: errorReason(error) });
     }
   }
   let health: Observation["health"];
@@ -100,7 +97,7 @@ export async function observeCluster(
       });
       health = { ok: true, detail: "talosctl health passed" };
     } catch (error) {
-      health = { ok: false, detail: message(error) };
+      health = { ok: false, detail: errorReason(error) };
     }
   }
   return {

@@ -6,7 +6,7 @@ import * as path from "node:path";
 import { bootstrapHistory } from "../../../components/talos/bootstrapRecord";
 import { compareMinor, minorOf, parseVersion } from "../../../components/talos/versions";
 import type { CliContext } from "../../context";
-import { formatProblem } from "../../errors";
+import { formatProblem, errorReason } from "../../errors";
 import type { StackFile } from "../../layers";
 import type { StackOperations, StateResource } from "../../workspace";
 import { type DeployedCluster, deployedCluster, readStackCluster } from "../cluster";
@@ -241,7 +241,7 @@ async function contractCheck(
   } catch (error) {
     return failed(
       `moves the config contract from ${move.from} to ${move.to}, and the nodes' versions cannot be asked`,
-      JSON.stringify(error instanceof Error ? error.message : String(error)),
+      JSON.stringify(errorReason(error)),
       `Deploy with the current program first, ${keep}`,
     );
   }
@@ -250,7 +250,7 @@ async function contractCheck(
     try {
       await client.clientVersion();
     } catch (error) {
-      return { error: error instanceof Error ? error.message : String(error) };
+      return { error: errorReason(error) };
     }
     const versions: { name: string; talos: string }[] = [];
     const silent: string[] = [];
@@ -258,7 +258,7 @@ async function contractCheck(
       try {
         versions.push({ name: node.name, talos: await client.nodeVersion(node.address) });
       } catch (error) {
-        silent.push(`${node.name} (${error instanceof Error ? error.message : String(error)})`);
+        silent.push(`${node.name} (${errorReason(error)})`);
       }
     }
     return { versions, silent };
