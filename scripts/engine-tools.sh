@@ -61,9 +61,9 @@ if $need_go && ! $have_go; then
   exit 5
 fi
 # The lifecycle on emulated nodes needs talosctl and the node emulator, built from Go modules
-# (engine/talos-emulator/build.sh, run by the test), whichever Pulumi tools are used.
+# (test/emulator/talos-emulator/build.sh, run by the test), whichever Pulumi tools are used.
 if ! $have_go; then
-  echo "test:engine needs Go (1.26+) to build talosctl and the Talos node emulator (engine/talos-emulator/build.sh), also with your own Pulumi CLI and talos plugin; found no go on PATH" >&2
+  echo "test:engine needs Go (1.26+) to build talosctl and the Talos node emulator (test/emulator/talos-emulator/build.sh), also with your own Pulumi CLI and talos plugin; found no go on PATH" >&2
   exit 5
 fi
 

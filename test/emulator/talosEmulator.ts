@@ -1,5 +1,5 @@
-// Starts and drives the Talos node emulator (engine/talos-emulator) from Node: the tools built by
-// engine/talos-emulator/build.sh, the emulator process on loopback addresses, and its control API
+// Starts and drives the Talos node emulator (test/emulator/talos-emulator) from Node: the tools built by
+// test/emulator/talos-emulator/build.sh, the emulator process on loopback addresses, and its control API
 // (faults, configs changed behind the program's back, status). Used by the emulator smoke test and
 // meant for the engine tier's lifecycle test.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
@@ -29,7 +29,7 @@ export function buildEmulatorTools(timeoutMs = 45 * 60_000): EmulatorTools {
   });
   if (result.error) throw result.error;
   if (result.status !== 0) {
-    throw new Error(`engine/talos-emulator/build.sh failed with exit code ${result.status}`);
+    throw new Error(`test/emulator/talos-emulator/build.sh failed with exit code ${result.status}`);
   }
   const value = (key: string): string => {
     const line = result.stdout.split("\n").find((l) => l.startsWith(`${key}=`));

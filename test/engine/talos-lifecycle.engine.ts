@@ -1,5 +1,5 @@
 // The whole lifecycle of a cluster against the real engine, the Talos provider plugin and the real
-// talosctl, on five emulated Talos nodes (engine/talos-emulator: 3 control planes, 2 workers on
+// talosctl, on five emulated Talos nodes (test/emulator/talos-emulator: 3 control planes, 2 workers on
 // 127.15.20.0/24), through the project's CLI as an operator runs it. Steps, in order (each builds
 // on the one before; the tier bails at the first failure):
 //   1. up: every config applied over the Talos API (maintenance mode insecure, then mTLS with the

@@ -19,7 +19,7 @@ import (
 	clusterres "github.com/siderolabs/talos/pkg/machinery/resources/cluster"
 	"google.golang.org/grpc"
 
-	"talos-platform/engine/talos-emulator/internal/pki"
+	"talos-platform/test/emulator/talos-emulator/internal/pki"
 )
 
 // defaultHealthWait is talosctl health's default --wait-timeout, for callers that send none.

@@ -28,7 +28,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	protoenc "google.golang.org/protobuf/proto"
 
-	"talos-platform/engine/talos-emulator/internal/pki"
+	"talos-platform/test/emulator/talos-emulator/internal/pki"
 )
 
 // streamedMethods are the server-streaming methods; apid needs them to aggregate one-to-many calls

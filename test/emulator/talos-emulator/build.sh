@@ -13,7 +13,7 @@ set -euo pipefail
 TALOS_VERSION=v1.13.0
 
 here="$(cd "$(dirname "$0")" && pwd)"
-repo="$(cd "$here/../.." && pwd)"
+repo="$(cd "$here/../../.." && pwd)"
 if [ -n "${ENGINE_BIN:-}" ]; then
   bin="$ENGINE_BIN"
 elif [ -n "${ENGINE_TOOLS_DIR:-}" ]; then

@@ -1,4 +1,4 @@
-module talos-platform/engine/talos-emulator
+module talos-platform/test/emulator/talos-emulator
 
 go 1.26.1
 

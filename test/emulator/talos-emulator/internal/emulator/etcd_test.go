@@ -14,7 +14,7 @@ import (
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.uber.org/zap"
 
-	"talos-platform/engine/talos-emulator/internal/emulator"
+	"talos-platform/test/emulator/talos-emulator/internal/emulator"
 )
 
 func (h *harness) members(via string) []*machine.EtcdMember {

@@ -6,7 +6,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
-repo="$(cd "$here/../.." && pwd)"
+repo="$(cd "$here/../../.." && pwd)"
 
 if ! command -v go >/dev/null 2>&1; then
   echo "test:emulator needs Go (go.mod's version, https://go.dev/dl/) to build talosctl and the Talos emulator; none on PATH" >&2

@@ -11,7 +11,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"github.com/siderolabs/talos/pkg/machinery/client"
 
-	"talos-platform/engine/talos-emulator/internal/emulator"
+	"talos-platform/test/emulator/talos-emulator/internal/emulator"
 )
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -15,7 +15,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/client"
 	"github.com/siderolabs/talos/pkg/machinery/resources/k8s"
 
-	"talos-platform/engine/talos-emulator/internal/emulator"
+	"talos-platform/test/emulator/talos-emulator/internal/emulator"
 )
 
 // serverHealth runs the server-side health check (talosctl health) and returns its messages.

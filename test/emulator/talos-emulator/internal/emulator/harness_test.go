@@ -22,7 +22,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/config/generate/secrets"
 	"github.com/siderolabs/talos/pkg/machinery/role"
 
-	"talos-platform/engine/talos-emulator/internal/emulator"
+	"talos-platform/test/emulator/talos-emulator/internal/emulator"
 )
 
 // testTimings keep the emulated steps short; every wait in the tests is bounded by waitTimeout.

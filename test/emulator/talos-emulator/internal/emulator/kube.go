@@ -23,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
-	"talos-platform/engine/talos-emulator/internal/pki"
+	"talos-platform/test/emulator/talos-emulator/internal/pki"
 )
 
 // kubeAPI is a minimal Kubernetes API server for one cluster, on the cluster endpoint (when that is

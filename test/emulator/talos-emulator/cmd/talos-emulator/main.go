@@ -24,7 +24,7 @@ import (
 	"syscall"
 	"time"
 
-	"talos-platform/engine/talos-emulator/internal/emulator"
+	"talos-platform/test/emulator/talos-emulator/internal/emulator"
 )
 
 type nodeFlags []emulator.NodeSpec
