@@ -5,6 +5,7 @@ import type { BwsRunner } from "./bitwarden";
 import type { ValidateStack } from "./readiness";
 import type { FetchJson } from "./githubOidc";
 import type { InterruptHandle } from "./interrupts";
+import type { GcsRequest } from "./gcs";
 import type { TextSink } from "./progress";
 import type { WorkspaceFactory } from "./workspace";
 
@@ -47,6 +48,8 @@ export interface CliContext {
   readonly validateStack?: ValidateStack;
   /** Fetches GitHub's OIDC token (injectable for tests). @default Node's fetch */
   readonly fetchJson?: FetchJson;
+  /** Cloud Storage requests for the leases of gs:// stacks (tests: an in-memory bucket). */
+  readonly gcs?: GcsRequest;
   /** Random bytes for the generated passphrase (injectable for tests). */
   readonly random?: (size: number) => Buffer;
 }

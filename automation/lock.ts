@@ -1,23 +1,31 @@
-// A lock per layer and stack on this checkout, so two runs of the CLI never drive the same stack at
-// once. The engine has its own lock in the backend (translated in errors.ts); this one also covers
-// the time before the engine starts and gives a message naming who holds it.
+// One lease per stack, held by every command that changes it (preview, up, refresh, destroy and the
+// day-two changes), so two runs never drive one stack at once, from one machine or from two. The
+// lease lives next to the stack's state where the backend can hold it (a file:// folder, a gs://
+// bucket: created only if absent, so exactly one run wins), else in this checkout. Its holder renews
+// it while the run lasts; a lease left by a run that is gone (a dead process of this host, or one not
+// renewed for LEASE_TTL_MS) is taken over. The engine's own lock covers only an engine run; the
+// lease also covers the steps between engine runs (a roll of the nodes, an etcd member leaving).
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { randomBytes } from "node:crypto";
 import { stateDir } from "./backend";
 import type { CliContext } from "./context";
+import type { Env } from "./env";
+import { type GcsRequest, gcsEndpoint, gcsRequester } from "./gcs";
 import { ExitCode, UserError } from "./errors";
 import { ensurePrivateDir } from "./files";
 import { processIsAlive } from "./processes";
 
 export { processIsAlive };
+export type { GcsRequest };
 
-/** The folder of the CLI's per-stack lock files (engine operations and day-two changes share it). */
-export function locksDir(repoRoot: string): string {
-  return path.join(stateDir(repoRoot), "locks");
-}
+/** A lease not renewed for this long belongs to a run that is gone. */
+export const LEASE_TTL_MS = 3 * 60_000;
+/** How often the holder renews it. */
+export const LEASE_RENEW_MS = 30_000;
 
-/** Who holds a lock; written into the lock file as JSON. */
+/** Who holds a lease; written into it as JSON. */
 export interface LockHolder {
   readonly pid: number;
   readonly host: string;
@@ -25,74 +33,374 @@ export interface LockHolder {
   readonly command: string;
   /** ISO time it was taken. */
   readonly startedAt: string;
+  /** ISO time it was last renewed. */
+  readonly renewedAt: string;
+  /** Tells this run's lease from another's taken at the same time. */
+  readonly id: string;
 }
 
-/** A held lock. */
-interface StackLock {
-  readonly path: string;
-  readonly holder: LockHolder;
-  /** Removes the lock file if it is still ours; safe to call twice. */
-  release(): void;
+/** Where one stack's lease is kept: create-if-absent and compare-and-delete, nothing more. */
+export interface LeaseStore {
+  /** Where it is, for messages: a path or a gs:// URL. */
+  readonly where: string;
+  /** Creates the lease with `body`; false when one exists. */
+  create(body: string): Promise<boolean>;
+  /** The lease as stored, with a version that changes on every write; undefined when none. */
+  read(): Promise<{ readonly body: string; readonly version: string } | undefined>;
+  /** Replaces the lease if it is still at `version`; false otherwise. */
+  replace(body: string, version: string): Promise<boolean>;
+  /** Deletes the lease if it is still at `version`; false otherwise. */
+  remove(version: string): Promise<boolean>;
+  /** Deletes the lease at once, from an exit handler (file stores only). */
+  removeNow?(body: string): void;
 }
 
-/** What acquiring a lock needs to know about this process; injectable for tests. */
-interface LockOptions {
-  readonly dir: string;
-  readonly layer: string;
+/** The folder of leases of the embedded backend (and of any stack whose backend cannot hold one). */
+export function locksDir(repoRoot: string): string {
+  return path.join(stateDir(repoRoot), "locks");
+}
+
+/** The lease of one stack in a lease folder: `<project>/<env>.lock`. */
+export function lockPath(dir: string, project: string, env: string): string {
+  return path.join(dir, project, `${env}.lock`);
+}
+
+/** A lease kept as a file: created exclusively, replaced and deleted only if unchanged. */
+export function fileLeaseStore(file: string): LeaseStore {
+  const readNow = (at: string) => {
+    try {
+      return fs.readFileSync(at, "utf8");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    }
+  };
+  /** Moves the lease aside (atomic); keeps it there if it is still `version`, else puts it back. */
+  const takeIfUnchanged = (version: string): string | undefined => {
+    const aside = `${file}.${process.pid}.${randomBytes(4).toString("hex")}`;
+    try {
+      fs.renameSync(file, aside);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    }
+    if (readNow(aside) === version) return aside;
+    try {
+      fs.linkSync(aside, file); // fails if another run created a lease meanwhile: it holds it now
+    } catch {
+      // not ours either way
+    }
+    fs.rmSync(aside, { force: true });
+    return undefined;
+  };
+  return {
+    where: file,
+    async create(body) {
+      ensurePrivateDir(path.dirname(file));
+      let fd: number;
+      try {
+        fd = fs.openSync(file, "wx", 0o644);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+        throw error;
+      }
+      try {
+        fs.writeFileSync(fd, body);
+      } catch (error) {
+        // A full disk must not leave an empty lease behind that locks the stack.
+        fs.closeSync(fd);
+        fs.rmSync(file, { force: true });
+        throw error;
+      }
+      fs.closeSync(fd);
+      return true;
+    },
+    async read() {
+      const body = readNow(file);
+      // The content is the version: a renewal always changes renewedAt.
+      return body === undefined ? undefined : { body, version: body };
+    },
+    async replace(body, version) {
+      const aside = takeIfUnchanged(version);
+      if (aside === undefined) return false;
+      const created = await this.create(body);
+      fs.rmSync(aside, { force: true });
+      return created;
+    },
+    async remove(version) {
+      const aside = takeIfUnchanged(version);
+      if (aside === undefined) return false;
+      fs.rmSync(aside, { force: true });
+      return true;
+    },
+    removeNow(body) {
+      if (readNow(file) === body) fs.rmSync(file, { force: true });
+    },
+  };
+}
+
+/**
+ * A lease kept as a Cloud Storage object: written only if absent (`ifGenerationMatch=0`), replaced
+ * and deleted only at the generation read (`ifGenerationMatch=<generation>`), so every change is
+ * atomic on the bucket, from any machine.
+ */
+export function gcsLeaseStore(
+  bucket: string,
+  object: string,
+  request: GcsRequest,
+  env: Env,
+): LeaseStore {
+  const base = gcsEndpoint(env);
+  const name = encodeURIComponent(object);
+  const upload = (generation: string) =>
+    `${base}/upload/storage/v1/b/${bucket}/o?uploadType=media&name=${name}&ifGenerationMatch=${generation}`;
+  const fail = (what: string, status: number, body: string): never => {
+    throw new UserError({
+      what: `lease gs://${bucket}/${object}`,
+      problem: `could not be ${what} (HTTP ${status})`,
+      got: JSON.stringify(body.split("\n")[0].slice(0, 200)),
+      fix: "Check the credentials the backend uses (GOOGLE_CREDENTIALS, or gcloud auth application-default login) and that they may write objects in the bucket",
+    });
+  };
+  return {
+    where: `gs://${bucket}/${object}`,
+    async create(body) {
+      const answer = await request("POST", upload("0"), body);
+      if (answer.status === 412) return false;
+      if (answer.status >= 300) fail("created", answer.status, answer.body);
+      return true;
+    },
+    async read() {
+      const answer = await request("GET", `${base}/storage/v1/b/${bucket}/o/${name}?alt=media`);
+      if (answer.status === 404) return undefined;
+      if (answer.status >= 300 || answer.generation === undefined) {
+        return fail("read", answer.status, answer.body);
+      }
+      return { body: answer.body, version: answer.generation };
+    },
+    async replace(body, version) {
+      const answer = await request("POST", upload(version), body);
+      if (answer.status === 412 || answer.status === 404) return false;
+      if (answer.status >= 300) fail("renewed", answer.status, answer.body);
+      return true;
+    },
+    async remove(version) {
+      const answer = await request(
+        "DELETE",
+        `${base}/storage/v1/b/${bucket}/o/${name}?ifGenerationMatch=${version}`,
+      );
+      if (answer.status === 412 || answer.status === 404) return false;
+      if (answer.status >= 300) fail("removed", answer.status, answer.body);
+      return true;
+    },
+  };
+}
+
+/** A stack to lease, and where its state lives. */
+export interface LeaseTarget {
+  readonly project: string;
   readonly env: string;
+  /** The stack's backend URL (`file://…`, `gs://…`, …). */
+  readonly backendUrl: string;
+}
+
+/**
+ * Where a stack's lease is kept: beside its state for file:// and gs:// backends, else in this
+ * checkout (with `local` set: only runs from this checkout are kept apart).
+ */
+export function leaseStoreFor(
+  repoRoot: string,
+  target: LeaseTarget,
+  env: Env,
+  gcs: GcsRequest = gcsRequester(env),
+): { readonly store: LeaseStore; readonly local: boolean } {
+  const url = target.backendUrl;
+  const local = () => ({
+    store: fileLeaseStore(lockPath(locksDir(repoRoot), target.project, target.env)),
+    local: true,
+  });
+  if (url.startsWith("file://")) {
+    const dir = url.slice("file://".length).replace(/\?.*$/, "");
+    if (path.resolve(dir) === stateDir(repoRoot)) return { ...local(), local: false };
+    const file = lockPath(path.join(dir, ".platform-locks"), target.project, target.env);
+    return { store: fileLeaseStore(file), local: false };
+  }
+  const gs = /^gs:\/\/([^/?]+)\/?([^?]*)/.exec(url);
+  if (gs) {
+    const prefix = gs[2].replace(/\/$/, "");
+    const object = `${prefix ? `${prefix}/` : ""}.platform-locks/${target.project}/${target.env}.lock`;
+    return { store: gcsLeaseStore(gs[1], object, gcs, env), local: false };
+  }
+  return local();
+}
+
+/** A held lease. */
+export interface StackLock {
+  /** Where the lease is. */
+  readonly where: string;
+  readonly holder: LockHolder;
+  /** Whether another run took the lease over (it was not renewed in time): stop before the next step. */
+  lost(): boolean;
+  /** Gives the lease up if it is still ours; safe to call twice. */
+  release(): Promise<void>;
+}
+
+/** How a lease is taken; the clock, timers and liveness check are injectable for tests. */
+export interface LeaseOptions {
+  readonly store: LeaseStore;
+  /** The stack, for messages (`foundation/staging`). */
+  readonly target: string;
   readonly command: string;
   readonly pid?: number;
   readonly host?: string;
   readonly now?: () => Date;
-  /** Whether a process on this host is alive. */
   readonly isAlive?: (pid: number) => boolean;
-  /** Release on process exit as well (default true). */
+  /** How often to renew the lease while held. @default LEASE_RENEW_MS */
+  readonly renewEveryMs?: number;
+  /** Release on process exit as well, where the store can do it synchronously (default true). */
   readonly releaseOnExit?: boolean;
 }
 
-/** The lock file of one layer and stack. */
-export function lockPath(dir: string, layer: string, env: string): string {
-  return path.join(dir, `${layer}.${env}.lock`);
+/** The holder written in a lease; a half-written or foreign one reads as someone unknown. */
+export function parseHolder(body: string): LockHolder {
+  try {
+    const parsed = JSON.parse(body) as Partial<LockHolder>;
+    if (typeof parsed.pid === "number" && typeof parsed.host === "string") {
+      const startedAt = String(parsed.startedAt ?? "?");
+      return {
+        pid: parsed.pid,
+        host: parsed.host,
+        command: String(parsed.command ?? "?"),
+        startedAt,
+        renewedAt: String(parsed.renewedAt ?? startedAt),
+        id: String(parsed.id ?? ""),
+      };
+    }
+  } catch {
+    // fall through: held by someone unknown, stale only once its file is old enough
+  }
+  return { pid: -1, host: "unknown", command: "unknown", startedAt: "?", renewedAt: "?", id: "" };
+}
+
+/** Whether a lease belongs to a run that is gone. */
+function isStale(holder: LockHolder, options: LeaseOptions, now: Date): boolean {
+  const host = options.host ?? os.hostname();
+  const isAlive = options.isAlive ?? processIsAlive;
+  if (holder.host === host && holder.pid > 0) return !isAlive(holder.pid);
+  const renewed = Date.parse(holder.renewedAt);
+  return Number.isFinite(renewed) && now.getTime() - renewed > LEASE_TTL_MS;
+}
+
+function lockedError(options: LeaseOptions, holder: LockHolder | undefined): UserError {
+  const who = holder
+    ? `pid ${holder.pid} on ${holder.host} running "${holder.command}" since ${holder.startedAt}`
+    : "a run that just finished";
+  return new UserError(
+    {
+      what: options.target,
+      problem: "another run of the platform CLI holds this stack",
+      got: who,
+      fix: `Wait for it to finish. A lease nobody renews is taken over after ${LEASE_TTL_MS / 60_000} minutes; if that run is gone for sure, delete ${options.store.where}`,
+    },
+    ExitCode.locked,
+  );
 }
 
 /**
- * Takes the lock of a layer and stack, or refuses with a message naming the holder. A lock left by a
- * process of this host that no longer runs is stale and taken over.
+ * Takes the lease of a stack, or refuses (exit 4) naming its holder. A stale lease (see
+ * {@link isStale}) is taken over; only one of several runs doing so at once wins.
  */
-export function acquireStackLock(options: LockOptions): StackLock {
-  ensurePrivateDir(options.dir);
-  const file = lockPath(options.dir, options.layer, options.env);
-  const holder: LockHolder = {
+export async function acquireLease(options: LeaseOptions): Promise<StackLock> {
+  const now = options.now ?? (() => new Date());
+  const started = now().toISOString();
+  let holder: LockHolder = {
     pid: options.pid ?? process.pid,
     host: options.host ?? os.hostname(),
     command: options.command,
-    startedAt: (options.now ?? (() => new Date()))().toISOString(),
+    startedAt: started,
+    renewedAt: started,
+    id: randomBytes(8).toString("hex"),
   };
-  const isAlive = options.isAlive ?? processIsAlive;
-  // Two attempts: the second follows the removal of a stale lock.
+  let body = `${JSON.stringify(holder)}\n`;
+  let current: { body: string; version: string } | undefined;
+  // Two attempts: the second follows the removal of a stale lease.
   for (let attempt = 0; attempt < 2; attempt++) {
-    if (tryCreate(file, holder)) return heldLock(file, holder, options.releaseOnExit ?? true);
-    const current = readHolder(file);
-    if (current === undefined) continue; // released between our attempt and the read
-    const stale = current.host === holder.host && !isAlive(current.pid);
-    if (!stale || !removeIfUnchanged(file, current)) {
-      throw lockedError(options, file, current);
+    if (await options.store.create(body)) {
+      current = await options.store.read();
+      break;
+    }
+    const found = await options.store.read();
+    if (found === undefined) continue; // released between our attempt and the read
+    const other = parseHolder(found.body);
+    if (!isStale(other, options, now()) || !(await options.store.remove(found.version))) {
+      throw lockedError(options, other);
     }
   }
-  throw lockedError(options, file, readHolder(file));
+  if (current === undefined || parseHolder(current.body).id !== holder.id) {
+    throw lockedError(options, current && parseHolder(current.body));
+  }
+  let version = current.version;
+  let lost = false;
+  let released = false;
+  let timer: NodeJS.Timeout | undefined;
+  const onExit = () => {
+    if (!released) options.store.removeNow?.(body);
+  };
+  if (options.releaseOnExit ?? true) process.on("exit", onExit);
+  {
+    timer = setInterval(() => {
+      const renewed: LockHolder = { ...holder, renewedAt: now().toISOString() };
+      const next = `${JSON.stringify(renewed)}\n`;
+      options.store.replace(next, version).then(
+        async (ok) => {
+          if (!ok) {
+            lost = true;
+            return;
+          }
+          holder = renewed;
+          body = next;
+          version = (await options.store.read())?.version ?? version;
+        },
+        () => {
+          // A failed renewal is tried again at the next tick; the TTL leaves room for several.
+        },
+      );
+    }, options.renewEveryMs ?? LEASE_RENEW_MS);
+    timer.unref();
+  }
+  return {
+    where: options.store.where,
+    get holder() {
+      return holder;
+    },
+    lost: () => lost,
+    release: async () => {
+      if (released) return;
+      released = true;
+      if (timer) clearInterval(timer);
+      process.off("exit", onExit);
+      if (!lost) await options.store.remove(version);
+    },
+  };
 }
 
-/** Takes the lock of a layer and stack for this run of the CLI (its process and host). */
-export function lockStack(
-  ctx: Pick<CliContext, "repoRoot" | "host">,
-  layer: string,
-  env: string,
+/**
+ * The lease of a stack for this run of the CLI (its process and host): beside the stack's state, or
+ * in this checkout for a run that writes no state (a preview: it needs no write access to the
+ * backend, only the stack file kept from another run of this checkout).
+ */
+export async function lockStack(
+  ctx: Pick<CliContext, "repoRoot" | "host" | "env" | "gcs">,
+  target: LeaseTarget & { readonly layer: string },
   command: string,
-): StackLock {
-  return acquireStackLock({
-    dir: locksDir(ctx.repoRoot),
-    layer,
-    env,
+  options: { readonly writesState: boolean } = { writesState: true },
+): Promise<StackLock> {
+  const store = options.writesState
+    ? leaseStoreFor(ctx.repoRoot, target, ctx.env, ctx.gcs).store
+    : fileLeaseStore(lockPath(locksDir(ctx.repoRoot), target.project, target.env));
+  return acquireLease({
+    store,
+    target: `${target.layer}/${target.env}`,
     command,
     pid: ctx.host.pid,
     host: ctx.host.hostname,
@@ -100,119 +408,17 @@ export function lockStack(
   });
 }
 
-/** Runs `fn` holding the lock of a layer and stack (see {@link lockStack}). */
+/** Runs `fn` holding the stack's lease (see {@link lockStack}). */
 export async function withStackLock<T>(
-  ctx: Pick<CliContext, "repoRoot" | "host">,
-  layer: string,
-  env: string,
+  ctx: Pick<CliContext, "repoRoot" | "host" | "env" | "gcs">,
+  target: LeaseTarget & { readonly layer: string },
   command: string,
-  fn: () => Promise<T>,
+  fn: (lock: StackLock) => Promise<T>,
 ): Promise<T> {
-  const lock = lockStack(ctx, layer, env, command);
+  const lock = await lockStack(ctx, target, command);
   try {
-    return await fn();
+    return await fn(lock);
   } finally {
-    lock.release();
+    await lock.release();
   }
-}
-
-function tryCreate(file: string, holder: LockHolder): boolean {
-  let fd: number;
-  try {
-    fd = fs.openSync(file, "wx", 0o644);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
-    throw error;
-  }
-  try {
-    fs.writeFileSync(fd, `${JSON.stringify(holder)}\n`);
-  } finally {
-    fs.closeSync(fd);
-  }
-  return true;
-}
-
-/** The holder written in a lock file; a half-written or foreign file reads as an unknown holder. */
-export function readHolder(file: string): LockHolder | undefined {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, "utf8");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw error;
-  }
-  try {
-    const parsed = JSON.parse(text) as Partial<LockHolder>;
-    if (typeof parsed.pid === "number" && typeof parsed.host === "string") {
-      return {
-        pid: parsed.pid,
-        host: parsed.host,
-        command: String(parsed.command ?? "?"),
-        startedAt: String(parsed.startedAt ?? "?"),
-      };
-    }
-  } catch {
-    // fall through: treated as held by someone unknown, never as stale
-  }
-  return { pid: -1, host: "unknown", command: "unknown", startedAt: "unknown" };
-}
-
-/**
- * Removes a stale lock only if it still is the one judged stale: it is first renamed aside
- * (atomic), and put back if another run replaced it in between.
- */
-function removeIfUnchanged(file: string, stale: LockHolder): boolean {
-  const aside = `${file}.stale-${process.pid}`;
-  try {
-    fs.renameSync(file, aside);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return true;
-    throw error;
-  }
-  const moved = readHolder(aside);
-  if (moved && moved.pid === stale.pid && moved.startedAt === stale.startedAt) {
-    fs.rmSync(aside, { force: true });
-    return true;
-  }
-  try {
-    fs.linkSync(aside, file); // fails if yet another run created a lock meanwhile
-  } catch {
-    // that run holds the lock now; either way it is not ours
-  }
-  fs.rmSync(aside, { force: true });
-  return false;
-}
-
-function heldLock(file: string, holder: LockHolder, releaseOnExit: boolean): StackLock {
-  let released = false;
-  const release = (): void => {
-    if (released) return;
-    released = true;
-    process.off("exit", release);
-    const current = readHolder(file);
-    if (current && current.pid === holder.pid && current.startedAt === holder.startedAt) {
-      fs.rmSync(file, { force: true });
-    }
-  };
-  if (releaseOnExit) process.on("exit", release);
-  return { path: file, holder, release };
-}
-
-function lockedError(
-  options: LockOptions,
-  file: string,
-  holder: LockHolder | undefined,
-): UserError {
-  const who = holder
-    ? `pid ${holder.pid} on ${holder.host} running "${holder.command}" since ${holder.startedAt}`
-    : "a run that just finished";
-  return new UserError(
-    {
-      what: `${options.layer}/${options.env}`,
-      problem: "another run of the platform CLI holds this stack",
-      got: who,
-      fix: `Wait for it to finish. If that run is gone (e.g. its machine crashed), delete ${file}`,
-    },
-    ExitCode.locked,
-  );
 }

@@ -7,7 +7,7 @@ import { resolveStackSettings } from "../backend";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError, translateEngineError } from "../errors";
 import { type LayerName, listEnvironments, resolveLayer, readStackFile } from "../layers";
-import { acquireStackLock, locksDir } from "../lock";
+import { lockStack } from "../lock";
 import { findCli, formatReadiness } from "../readiness";
 import { offlineCheck } from "./validate";
 
@@ -122,15 +122,13 @@ export async function initStack(ctx: CliContext, request: InitRequest): Promise<
   });
   for (const notice of settings.notices) ctx.stderr.write(`note: ${notice}\n`);
   // The engine writes the secrets provider's salt or key into the stack file: not during another run.
-  const lock = acquireStackLock({
-    dir: locksDir(ctx.repoRoot),
-    layer: layer.name,
-    env,
-    command: `init ${env}`,
-    pid: ctx.host.pid,
-    host: ctx.host.hostname,
-    isAlive: (pid) => ctx.host.isAlive(pid),
-  });
+  const lock = await lockStack(
+    ctx,
+    { layer: layer.name, project: layer.project, env, backendUrl: settings.backend.url },
+    `init ${env}`,
+    // The engine writes the stack file here and creates the stack: nothing else of the state.
+    { writesState: false },
+  );
   try {
     await ctx.workspaces.openStack({
       workDir: layer.dir,
@@ -142,7 +140,7 @@ export async function initStack(ctx: CliContext, request: InitRequest): Promise<
   } catch (error) {
     throw translateEngineError(error, { target, operation: "init", failures: [], errors: [] });
   } finally {
-    lock.release();
+    await lock.release();
   }
   ctx.stdout.write(
     `init ${target}: the stack exists on backend ${settings.backend.url} (${settings.backend.source}) ` +

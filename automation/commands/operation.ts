@@ -304,7 +304,12 @@ async function runOnLayer(
       `${target}: credentials ${found.map(([key, source]) => `${key} (${source})`).join(", ")}\n`,
     );
   }
-  const lock = lockStack(ctx, layer.name, env, request.commandLine);
+  const lock = await lockStack(
+    ctx,
+    { layer: layer.name, project: layer.project, env, backendUrl: settings.backend.url },
+    request.commandLine,
+    { writesState: operation !== "preview" },
+  );
   const live = ctx.stdout.isTTY === true && !isCi(ctx.env);
   const renderer = new ProgressRenderer({
     out: ctx.stdout,
@@ -401,7 +406,7 @@ async function runOnLayer(
       );
     }
   } finally {
-    lock.release();
+    await lock.release();
   }
   if (failure) throw failure;
 }

@@ -315,14 +315,10 @@ async function rebootBatch(
   timeouts: RolloutTimeouts,
   drain: Drain | undefined,
 ): Promise<Stop | undefined> {
-  const { ctx, deps, client, cluster, out } = session;
-  if (ctx.signal?.aborted) {
-    return {
-      node: batch[0],
-      step: "interrupted",
-      reason: "the run was asked to stop",
-      cordoned: [],
-    };
+  const { deps, client, cluster, out } = session;
+  const stopReason = session.stopReason();
+  if (stopReason) {
+    return { node: batch[0], step: "interrupted", reason: stopReason, cordoned: [] };
   }
   if (batch[0].role === "controlplane") {
     const gate = await quorumGate(client, cluster, batch[0]);
@@ -336,8 +332,9 @@ async function rebootBatch(
     const failed = await drainBatch(out, batch, drain);
     if (failed) return { node: failed.node, step: "drain", reason: failed.reason, cordoned };
     out(`${batch.map((n) => n.name).join(", ")}: drained`);
-    if (ctx.signal?.aborted) {
-      return { node: batch[0], step: "interrupted", reason: "the run was asked to stop", cordoned };
+    const afterDrain = session.stopReason();
+    if (afterDrain) {
+      return { node: batch[0], step: "interrupted", reason: afterDrain, cordoned };
     }
   }
   const results = await Promise.allSettled(

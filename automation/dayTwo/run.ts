@@ -9,7 +9,9 @@ import type { CliContext } from "../context";
 import { UserError } from "../errors";
 import { writePrivateFile } from "../files";
 import { type DayTwoCommandName, checkDayTwoGuard, CLUSTER_CHANGING_COMMANDS } from "../guards";
-import { withStackLock } from "../lock";
+import { chooseBackend } from "../backend";
+import { readStackFile, resolveLayer } from "../layers";
+import { type StackLock, withStackLock } from "../lock";
 import { type DeployedCluster, controlPlanes, loadCluster, readStackCluster } from "./cluster";
 import { type DayTwoDeps, dayTwoDeps } from "./deps";
 import { type LiveTarget, liveChecks } from "./preflight/checks";
@@ -75,6 +77,11 @@ export interface DayTwoSession {
   ): Promise<{ readonly observed: Observation; readonly report: PreflightReport }>;
   /** An etcd snapshot into the environment's store, keeping the newest `keep`; printed. */
   snapshot(keep: number): Promise<Snapshot>;
+  /**
+   * Why the command must stop before its next step, or undefined to go on: the operator asked it to
+   * stop (Ctrl-C, SIGTERM), or another run took the stack's lease over.
+   */
+  stopReason(): string | undefined;
 }
 
 /** Before anything is read through the Pulumi CLI: the CI guard and the stack file's nodes. */
@@ -103,7 +110,7 @@ export async function runDayTwo<T>(
   const deps = dayTwoDeps(ctx);
   const out = (line: string) => ctx.stdout.write(`${line}\n`);
   const target = `foundation/${request.env}`;
-  const session = async () => {
+  const session = async (lock?: StackLock) => {
     const cluster = await loadCluster(ctx, request.env, request.installCli);
     return withTalos(deps, cluster, (client) =>
       steps({
@@ -132,11 +139,29 @@ export async function runDayTwo<T>(
           );
           return snapshot;
         },
+        stopReason: () =>
+          ctx.signal?.aborted || ctx.interrupts?.stopping.aborted
+            ? "the run was asked to stop"
+            : lock?.lost()
+              ? `another run took over the stack's lease (${lock.where})`
+              : undefined,
       }),
     );
   };
   const changes = !request.readOnly && request.command in CLUSTER_CHANGING_COMMANDS;
   if (!changes) return session();
   const commandLine = request.commandLine ?? `${request.command} ${request.env}`;
-  return withStackLock(ctx, "foundation", request.env, commandLine, session);
+  const layer = resolveLayer(ctx.repoRoot, "foundation");
+  const backend = chooseBackend({
+    env: ctx.env,
+    layer,
+    stackFile: readStackFile(layer, request.env),
+    repoRoot: ctx.repoRoot,
+  });
+  return withStackLock(
+    ctx,
+    { layer: "foundation", project: layer.project, env: request.env, backendUrl: backend.url },
+    commandLine,
+    session,
+  );
 }

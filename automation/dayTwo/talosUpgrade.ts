@@ -145,11 +145,12 @@ async function roll(
       index += batch.length;
       // An interrupt (Ctrl-C, SIGTERM from a CI runner or kill) lets the batch under way finish and
       // be verified, then stops before the next one.
-      if (ctx.signal?.aborted || ctx.interrupts?.stopping.aborted) {
+      const stopReason = session.stopReason();
+      if (stopReason) {
         stop = {
           node: batch[0],
           step: "interrupted",
-          reason: "the run was asked to stop; every node before it was upgraded and verified",
+          reason: `${stopReason}; every node before it was upgraded and verified`,
         };
         break;
       }

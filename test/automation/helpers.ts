@@ -1,5 +1,6 @@
 // Shared test doubles for the automation CLI: a recording fake workspace factory that plays recorded
 // engine events, in-memory terminals, temporary repositories with layer folders and stack files.
+import type { GcsRequest } from "../../automation/gcs";
 import type { EngineEvent, OutputMap } from "@pulumi/pulumi/automation";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -84,7 +85,7 @@ export class FakeWorkspaces implements WorkspaceFactory {
   /** The resources `pulumi stack export` would list. */
   state: StateResource[] = [];
   /** Runs a callback while an operation is under way (to observe locks, files). */
-  during?: (operation: Operation) => void;
+  during?: (operation: Operation) => void | Promise<void>;
 
   async ensureCli(options: { install: boolean }): Promise<CliInfo> {
     this.calls.push({ kind: "ensureCli", install: options.install });
@@ -105,7 +106,7 @@ export class FakeWorkspaces implements WorkspaceFactory {
           diff: options.diff === true,
           signal: options.signal !== undefined,
         });
-        this.during?.(operation);
+        await this.during?.(operation);
         const script = this.runs[operation] ?? {};
         if (script.output !== undefined) options.onOutput?.(script.output);
         for (const event of script.events ?? []) options.onEvent(event);
@@ -204,6 +205,53 @@ export class FakeClock {
 }
 
 /** A test context over a temporary repository and a fake workspace factory. */
+/**
+ * An in-memory Cloud Storage bucket behind the requests the CLI makes (media upload, media download,
+ * delete), with generation preconditions as GCS documents them: `ifGenerationMatch=0` only if
+ * absent, else only at that generation (412 otherwise).
+ */
+export function memoryGcs(): GcsRequest & {
+  objects: Map<string, { body: string; generation: number }>;
+} {
+  const objects = new Map<string, { body: string; generation: number }>();
+  let next = 1000;
+  const request: GcsRequest = async (method, address, body) => {
+    const url = new URL(address);
+    const precondition = url.searchParams.get("ifGenerationMatch");
+    const matches = (name: string) => {
+      if (precondition === null) return true;
+      const current = objects.get(name);
+      return precondition === "0"
+        ? current === undefined
+        : current?.generation === Number(precondition);
+    };
+    const upload = /^\/upload\/storage\/v1\/b\/([^/]+)\/o$/.exec(url.pathname);
+    const object = /^\/storage\/v1\/b\/([^/]+)\/o\/(.+)$/.exec(url.pathname);
+    if (method === "POST" && upload && url.searchParams.get("uploadType") === "media") {
+      const name = `${upload[1]}/${url.searchParams.get("name")}`;
+      if (!matches(name)) return { status: 412, body: "conditionNotMet" };
+      const generation = next++;
+      objects.set(name, { body: body ?? "", generation });
+      return { status: 200, body: JSON.stringify({ name }), generation: String(generation) };
+    }
+    if (object) {
+      const name = `${object[1]}/${decodeURIComponent(object[2])}`;
+      const current = objects.get(name);
+      if (!current) return { status: 404, body: "No such object" };
+      if (method === "GET" && url.searchParams.get("alt") === "media") {
+        return { status: 200, body: current.body, generation: String(current.generation) };
+      }
+      if (method === "DELETE") {
+        if (!matches(name)) return { status: 412, body: "conditionNotMet" };
+        objects.delete(name);
+        return { status: 204, body: "" };
+      }
+    }
+    return { status: 400, body: `unexpected ${method} ${address}` };
+  };
+  return Object.assign(request, { objects });
+}
+
 export function testContext(
   overrides: Partial<CliContext> & { repoRoot: string },
 ): CliContext & { stdout: MemorySink; stderr: MemorySink; workspaces: FakeWorkspaces } {
@@ -219,6 +267,7 @@ export function testContext(
     random: (size: number) => Buffer.alloc(size, 7),
     // The stack files of engine-run tests are placeholders; readiness tests pass the real validation.
     validateStack: () => [],
+    gcs: memoryGcs(),
     ...overrides,
     workspaces,
     stdout,

@@ -58,7 +58,9 @@ describe("init", () => {
     );
     assert.match(ctx.stderr.text, /^note: Generated a passphrase for the stack secrets/m);
     assert.equal(
-      fs.readdirSync(path.join(root, ".pulumi-state", "locks")).length,
+      fs
+        .readdirSync(path.join(root, ".pulumi-state", "locks"), { recursive: true })
+        .filter((file) => String(file).endsWith(".lock")).length,
       0,
       "lock released",
     );

@@ -1,127 +1,174 @@
+// The stack lease: one run per stack, from one checkout or several, kept beside the stack's state
+// (a file:// folder, a gs:// bucket) so operators on two machines never drive one stack at once.
 import { spawn, spawnSync } from "node:child_process";
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+import * as os from "node:os";
 import * as path from "node:path";
 import { runCli } from "../../automation/cli";
-
 import { ExitCode, UserError } from "../../automation/errors";
 import {
+  LEASE_TTL_MS,
+  type LeaseStore,
   type LockHolder,
-  acquireStackLock,
+  acquireLease,
+  fileLeaseStore,
+  gcsLeaseStore,
+  leaseStoreFor,
   lockPath,
   locksDir,
-  readHolder,
+  parseHolder,
 } from "../../automation/lock";
-import { ROOT, cleanupRepos, makeRepo, testContext } from "./helpers";
+import { gcsRequester } from "../../automation/gcs";
+import { ROOT, cleanupRepos, makeRepo, memoryGcs, testContext } from "./helpers";
 
-const base = (dir: string) => ({
-  dir,
-  layer: "foundation",
-  env: "staging",
-  command: "up staging --layer foundation",
-  host: "ws1",
-  releaseOnExit: false,
-});
+const NOW = new Date("2026-11-30T07:00:00Z");
 
-function writeHolder(file: string, holder: LockHolder): void {
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(file, JSON.stringify(holder));
+function holder(overrides: Partial<LockHolder>): string {
+  return JSON.stringify({
+    pid: 1,
+    host: "ws1",
+    command: "up staging",
+    startedAt: NOW.toISOString(),
+    renewedAt: NOW.toISOString(),
+    id: "other",
+    ...overrides,
+  });
 }
 
-describe("stack lock", () => {
-  let dir: string;
+function lease(store: LeaseStore, overrides: Partial<Parameters<typeof acquireLease>[0]> = {}) {
+  return acquireLease({
+    store,
+    target: "foundation/staging",
+    command: "up staging --layer foundation",
+    host: "ws1",
+    now: () => NOW,
+    releaseOnExit: false,
+    ...overrides,
+  });
+}
+
+/** Polls `check` every 20 ms until it holds, at most `timeoutMs`. */
+async function eventually(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 10_000,
+) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe("stack lease in a file", () => {
+  let file: string;
+  let store: LeaseStore;
   beforeEach(() => {
-    dir = path.join(makeRepo(), ".pulumi-state", "locks");
+    file = lockPath(path.join(makeRepo(), ".pulumi-state", "locks"), "talos-platform", "staging");
+    store = fileLeaseStore(file);
   });
   afterEach(cleanupRepos);
 
-  it("holds pid, host, command and start time in a per-layer-and-stack file, removed on release", () => {
-    const lock = acquireStackLock({
-      ...base(dir),
-      pid: 4242,
-      now: () => new Date("2026-11-30T07:00:00Z"),
-    });
-    assert.equal(lock.path, path.join(dir, "foundation.staging.lock"));
-    assert.deepEqual(JSON.parse(fs.readFileSync(lock.path, "utf8")), {
-      pid: 4242,
-      host: "ws1",
-      command: "up staging --layer foundation",
-      startedAt: "2026-11-30T07:00:00.000Z",
-    });
-    lock.release();
-    assert.equal(fs.existsSync(lock.path), false);
-    lock.release(); // twice is harmless
+  it("holds pid, host, command and times in one file per project and stack, removed on release", async () => {
+    const held = await lease(store, { pid: 4242 });
+    assert.equal(held.where, file);
+    const written = JSON.parse(fs.readFileSync(file, "utf8"));
+    assert.deepEqual(
+      { ...written, id: typeof written.id },
+      {
+        pid: 4242,
+        host: "ws1",
+        command: "up staging --layer foundation",
+        startedAt: "2026-11-30T07:00:00.000Z",
+        renewedAt: "2026-11-30T07:00:00.000Z",
+        id: "string",
+      },
+    );
+    await held.release();
+    assert.equal(fs.existsSync(file), false);
+    await held.release(); // twice is harmless
   });
 
-  it("refuses a second run on the same stack, naming who holds it", () => {
-    const first = acquireStackLock({
-      ...base(dir),
-      pid: 100,
-      now: () => new Date("2026-11-30T07:00:00Z"),
-    });
-    assert.throws(
-      () => acquireStackLock({ ...base(dir), pid: 200, isAlive: () => true }),
+  it("refuses a second run on the same stack, naming who holds it (exit 4)", async () => {
+    await lease(store, { pid: 100 });
+    await assert.rejects(
+      lease(store, { pid: 200, isAlive: () => true }),
       (error: UserError) =>
         error.exitCode === ExitCode.locked &&
         error.message ===
-          `foundation/staging: another run of the platform CLI holds this stack; got pid 100 on ws1 running "up staging --layer foundation" since 2026-11-30T07:00:00.000Z. Wait for it to finish. If that run is gone (e.g. its machine crashed), delete ${first.path}`,
+          `foundation/staging: another run of the platform CLI holds this stack; got pid 100 on ws1 running "up staging --layer foundation" since 2026-11-30T07:00:00.000Z. Wait for it to finish. A lease nobody renews is taken over after 3 minutes; if that run is gone for sure, delete ${file}`,
     );
-    assert.equal(readHolder(first.path)?.pid, 100, "the holder's lock is untouched");
+    assert.equal(parseHolder(fs.readFileSync(file, "utf8")).pid, 100, "the holder's lease stays");
   });
 
-  it("lets other stacks and layers run at the same time", () => {
-    acquireStackLock(base(dir));
-    assert.doesNotThrow(() => acquireStackLock({ ...base(dir), env: "prod" }));
-    assert.doesNotThrow(() => acquireStackLock({ ...base(dir), layer: "app" }));
+  it("lets other stacks run at the same time", async () => {
+    await lease(store);
+    const dir = path.dirname(path.dirname(file));
+    await lease(fileLeaseStore(lockPath(dir, "talos-platform", "prod")));
+    await lease(fileLeaseStore(lockPath(dir, "talos-platform-app", "staging")));
   });
 
-  it("takes over a stale lock left by a process of this host that no longer runs", () => {
-    const file = lockPath(dir, "foundation", "staging");
-    writeHolder(file, {
-      pid: 999_999,
-      host: "ws1",
-      command: "up staging",
-      startedAt: "2026-01-01T00:00:00Z",
-    });
-    const lock = acquireStackLock({ ...base(dir), pid: 300, isAlive: (pid) => pid !== 999_999 });
-    assert.equal(readHolder(file)?.pid, 300);
-    assert.deepEqual(
-      fs.readdirSync(dir).filter((f) => f.includes("stale")),
-      [],
-      "nothing left aside",
-    );
-    lock.release();
+  it("takes over a lease left by a process of this host that no longer runs", async () => {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, holder({ pid: 999_999 }));
+    const held = await lease(store, { pid: 300, isAlive: (pid) => pid !== 999_999 });
+    assert.equal(parseHolder(fs.readFileSync(file, "utf8")).pid, 300);
+    assert.deepEqual(fs.readdirSync(path.dirname(file)), ["staging.lock"], "nothing left aside");
+    await held.release();
   });
 
-  it("never judges a lock of another host stale", () => {
-    const file = lockPath(dir, "foundation", "staging");
-    writeHolder(file, { pid: 1, host: "other-host", command: "up staging", startedAt: "x" });
-    assert.throws(
-      () => acquireStackLock({ ...base(dir), isAlive: () => false }),
-      /pid 1 on other-host/,
-    );
+  it("keeps another host's lease while it is renewed, and takes it over once it is not", async () => {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, holder({ host: "ws2" }));
+    const within = new Date(NOW.getTime() + LEASE_TTL_MS - 1000);
+    await assert.rejects(lease(store, { now: () => within, isAlive: () => false }), /pid 1 on ws2/);
+    const after = new Date(NOW.getTime() + LEASE_TTL_MS + 1000);
+    const held = await lease(store, { now: () => after });
+    assert.equal(parseHolder(fs.readFileSync(file, "utf8")).host, "ws1");
+    await held.release();
   });
 
-  it("treats an unreadable lock file as held, not stale", () => {
-    const file = lockPath(dir, "foundation", "staging");
-    fs.mkdirSync(dir, { recursive: true });
+  it("treats an unreadable lease as held, not stale", async () => {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
     fs.writeFileSync(file, "{half a");
-    assert.throws(() => acquireStackLock({ ...base(dir), isAlive: () => false }), /another run/);
+    await assert.rejects(lease(store, { isAlive: () => false }), /another run/);
     assert.equal(fs.readFileSync(file, "utf8"), "{half a");
   });
 
-  it("does not remove a lock that is no longer its own", () => {
-    const lock = acquireStackLock({ ...base(dir), pid: 1 });
-    writeHolder(lock.path, { pid: 2, host: "ws1", command: "x", startedAt: "y" });
-    lock.release();
-    assert.equal(readHolder(lock.path)?.pid, 2);
+  it("does not remove a lease that is no longer its own", async () => {
+    const held = await lease(store, { pid: 1 });
+    fs.writeFileSync(file, holder({ pid: 2 }));
+    await held.release();
+    assert.equal(parseHolder(fs.readFileSync(file, "utf8")).pid, 2);
   });
 
-  it("releases the lock when the process exits without releasing it", () => {
+  it("renews itself while held, and knows when another run took it over", async () => {
+    let clock = NOW.getTime();
+    const held = await lease(store, { now: () => new Date((clock += 1000)), renewEveryMs: 20 });
+    const first = parseHolder(fs.readFileSync(file, "utf8")).renewedAt;
+    await eventually(
+      "a renewal",
+      () => parseHolder(fs.readFileSync(file, "utf8")).renewedAt !== first,
+    );
+    assert.equal(held.lost(), false);
+    fs.writeFileSync(file, holder({ host: "ws2", id: "thief" }));
+    await eventually("the loss noticed", () => held.lost());
+    await held.release();
+    assert.equal(
+      parseHolder(fs.readFileSync(file, "utf8")).id,
+      "thief",
+      "the new holder's lease stays",
+    );
+  });
+
+  it("releases the lease when the process exits without releasing it", () => {
     const script = `
-      const { acquireStackLock } = require("./automation/lock");
-      acquireStackLock({ dir: ${JSON.stringify(dir)}, layer: "foundation", env: "staging", command: "up" });
-      process.exit(3);`;
+      const { acquireLease, fileLeaseStore } = require("./automation/lock");
+      acquireLease({ store: fileLeaseStore(${JSON.stringify(file)}), target: "t", command: "up" })
+        .then(() => process.exit(3));`;
     const result = spawnSync(
       process.execPath,
       ["-r", "ts-node/register/transpile-only", "-e", script],
@@ -131,39 +178,125 @@ describe("stack lock", () => {
       },
     );
     assert.equal(result.status, 3, result.stderr);
-    assert.equal(fs.existsSync(lockPath(dir, "foundation", "staging")), false);
+    assert.equal(fs.existsSync(file), false);
   });
 
-  it("detects the lock of a killed run as stale and takes it over", async () => {
+  it("takes over the lease of a run that was killed", async () => {
     const script = `
-      const { acquireStackLock } = require("./automation/lock");
-      acquireStackLock({ dir: ${JSON.stringify(dir)}, layer: "foundation", env: "staging", command: "up" });
-      process.stdout.write("locked\\n");
+      const { acquireLease, fileLeaseStore } = require("./automation/lock");
+      acquireLease({ store: fileLeaseStore(${JSON.stringify(file)}), target: "t", command: "up" })
+        .then(() => process.stdout.write("locked\\n"));
       setInterval(() => {}, 1000);`;
     const child = spawn(process.execPath, ["-r", "ts-node/register/transpile-only", "-e", script], {
       cwd: ROOT,
       stdio: ["ignore", "pipe", "inherit"],
     });
     await new Promise<void>((resolve) => child.stdout.once("data", () => resolve()));
-    const file = lockPath(dir, "foundation", "staging");
-    assert.equal(readHolder(file)?.pid, child.pid);
-    assert.throws(() => acquireStackLock({ ...base(dir), host: undefined }), /another run/);
+    assert.equal(parseHolder(fs.readFileSync(file, "utf8")).pid, child.pid);
+    const thisHost = { host: os.hostname(), now: () => new Date() };
+    await assert.rejects(lease(store, thisHost), /another run/);
     child.kill("SIGKILL");
     await new Promise((resolve) => child.once("exit", resolve));
-    assert.equal(readHolder(file)?.pid, child.pid, "a killed run leaves its lock behind");
-    const lock = acquireStackLock({ ...base(dir), host: undefined });
-    assert.equal(readHolder(file)?.pid, process.pid);
-    lock.release();
+    assert.equal(parseHolder(fs.readFileSync(file, "utf8")).pid, child.pid, "left behind");
+    const held = await lease(store, thisHost);
+    assert.equal(parseHolder(fs.readFileSync(file, "utf8")).pid, process.pid);
+    await held.release();
+  });
+});
+
+/** Cloud Storage's JSON API on loopback, answered by the in-memory bucket (the real HTTP path). */
+async function fakeGcs() {
+  const bucket = memoryGcs();
+  const server = http.createServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk: Buffer) => (body += chunk.toString()));
+    req.on("end", () => {
+      const method = req.method as "GET" | "POST" | "DELETE";
+      void bucket(method, `http://gcs${req.url}`, method === "POST" ? body : undefined).then(
+        (answer) => {
+          res.writeHead(
+            answer.status,
+            answer.generation && method === "GET" ? { "x-goog-generation": answer.generation } : {},
+          );
+          res.end(
+            method === "POST" && answer.status === 200
+              ? JSON.stringify({ generation: answer.generation })
+              : answer.body,
+          );
+        },
+      );
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const host = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    objects: bucket.objects,
+    host,
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
+
+describe("stack lease in a gs:// bucket", () => {
+  let gcs: Awaited<ReturnType<typeof fakeGcs>>;
+  before(async () => {
+    gcs = await fakeGcs();
+  });
+  after(() => gcs.close());
+  beforeEach(() => gcs.objects.clear());
+  afterEach(cleanupRepos);
+
+  it("is an object beside the stack's state, written only if absent, changed only at its generation", async () => {
+    const env = { STORAGE_EMULATOR_HOST: gcs.host };
+    const { store, local } = leaseStoreFor(
+      makeRepo(),
+      { project: "talos-platform", env: "prod", backendUrl: "gs://example-state/platform" },
+      env,
+    );
+    assert.equal(local, false);
+    assert.equal(
+      store.where,
+      "gs://example-state/platform/.platform-locks/talos-platform/prod.lock",
+    );
+    assert.equal(await store.create("a"), true);
+    assert.equal(await store.create("b"), false, "exists");
+    const read = await store.read();
+    assert.equal(read?.body, "a");
+    assert.equal(await store.replace("c", "1"), false, "not at that generation");
+    assert.equal(await store.replace("c", read!.version), true);
+    assert.equal(await store.remove(read!.version), false, "the generation moved on");
+    assert.equal(await store.remove((await store.read())!.version), true);
+    assert.equal(await store.read(), undefined);
   });
 
-  it("holds the lock while the engine runs and releases it afterwards, also after a failure", async () => {
+  it("keeps two operators on two machines from holding one stack at once", async () => {
+    const env = { STORAGE_EMULATOR_HOST: gcs.host };
+    const store = () =>
+      gcsLeaseStore(
+        "example-state",
+        "platform/.platform-locks/talos-platform/prod.lock",
+        gcsRequester(env),
+        env,
+      );
+    const first = await lease(store(), { host: "ws1", pid: 10 });
+    await assert.rejects(lease(store(), { host: "ws2", pid: 10 }), /pid 10 on ws1/);
+    await first.release();
+    const second = await lease(store(), { host: "ws2", pid: 10 });
+    await second.release();
+    assert.equal(gcs.objects.size, 0);
+  });
+});
+
+describe("stack lease around the engine", () => {
+  afterEach(cleanupRepos);
+
+  it("is held while the engine runs and released afterwards, also after a failure", async () => {
     const root = makeRepo();
     for (const error of [undefined, new Error("code: 255")]) {
       const ctx = testContext({ repoRoot: root });
-      const file = lockPath(locksDir(root), "foundation", "staging");
+      const file = lockPath(locksDir(root), "talos-platform", "staging");
       let held: LockHolder | undefined;
       ctx.workspaces.during = () => {
-        held = readHolder(file);
+        held = parseHolder(fs.readFileSync(file, "utf8"));
       };
       ctx.workspaces.runs.up = error ? { error } : {};
       const code = await runCli(["up", "staging"], ctx);
@@ -176,13 +309,12 @@ describe("stack lock", () => {
 
   it("refuses a run while another holds the stack, without starting the engine", async () => {
     const root = makeRepo();
-    const file = lockPath(locksDir(root), "foundation", "staging");
-    writeHolder(file, {
-      pid: 77,
-      host: "test-host",
-      command: "up staging --layer foundation",
-      startedAt: "t",
-    });
+    const file = lockPath(locksDir(root), "talos-platform", "staging");
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(
+      file,
+      holder({ pid: 77, host: "test-host", command: "up staging --layer foundation" }),
+    );
     const ctx = testContext({ repoRoot: root });
     assert.equal(await runCli(["preview", "staging"], ctx), ExitCode.locked);
     assert.match(
@@ -190,6 +322,33 @@ describe("stack lock", () => {
       /^foundation\/staging: another run of the platform CLI holds this stack; got pid 77 on test-host/m,
     );
     assert.equal(ctx.workspaces.callsOf("openStack").length, 0);
-    assert.equal(readHolder(file)?.pid, 77);
+  });
+
+  it("keeps two checkouts on two machines sharing one backend from running at once", async () => {
+    const backend = fs.mkdtempSync(path.join(os.tmpdir(), "shared-backend-"));
+    const env = { PULUMI_BACKEND_URL: `file://${backend}`, PULUMI_CONFIG_PASSPHRASE: "p" };
+    const first = testContext({
+      repoRoot: makeRepo(),
+      env,
+      host: { pid: 1, hostname: "ws1", isAlive: () => true },
+    });
+    const second = testContext({
+      repoRoot: makeRepo(),
+      env,
+      host: { pid: 2, hostname: "ws2", isAlive: () => true },
+    });
+    let refused: number | undefined;
+    first.workspaces.during = async () => {
+      refused = await runCli(["up", "staging"], second);
+    };
+    assert.equal(await runCli(["up", "staging"], first), ExitCode.ok);
+    assert.equal(refused, ExitCode.locked);
+    assert.match(second.stderr.text, /holds this stack; got pid 1 on ws1/);
+    assert.match(
+      second.stderr.text,
+      new RegExp(`${backend}/\\.platform-locks/talos-platform/staging\\.lock`),
+    );
+    assert.equal(second.workspaces.callsOf("openStack").length, 0);
+    fs.rmSync(backend, { recursive: true, force: true });
   });
 });

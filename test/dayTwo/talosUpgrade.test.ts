@@ -389,7 +389,7 @@ describe("upgrade talos: the rolling upgrade", () => {
     const original = f.talos.upgrade.bind(f.talos);
     f.talos.upgrade = async (node, image, timeout) => {
       lockSeen ||= fs.existsSync(
-        path.join(f.root, ".pulumi-state", "locks", "foundation.staging.lock"),
+        path.join(f.root, ".pulumi-state", "locks", "talos-platform", "staging.lock"),
       );
       await original(node, image, timeout);
     };
@@ -399,7 +399,7 @@ describe("upgrade talos: the rolling upgrade", () => {
     );
     assert.ok(lockSeen);
     assert.ok(
-      !fs.existsSync(path.join(f.root, ".pulumi-state", "locks", "foundation.staging.lock")),
+      !fs.existsSync(path.join(f.root, ".pulumi-state", "locks", "talos-platform", "staging.lock")),
     );
   });
 

@@ -166,10 +166,15 @@ export class EngineSandbox {
       .filter((f) => f.endsWith(".json"));
   }
 
-  /** The CLI's own per-stack locks. */
+  /** The CLI's own per-stack leases: beside the state in the backend, and in the checkout. */
   cliLocks(): string[] {
-    const dir = path.join(this.repo, ".pulumi-state", "locks");
-    return fs.existsSync(dir) ? fs.readdirSync(dir) : [];
+    return [
+      path.join(this.stateDir, ".platform-locks"),
+      path.join(this.repo, ".pulumi-state", "locks"),
+    ]
+      .filter((dir) => fs.existsSync(dir))
+      .flatMap((dir) => fs.readdirSync(dir, { recursive: true, encoding: "utf8" }))
+      .filter((file) => file.endsWith(".lock"));
   }
 
   remove(): void {
