@@ -155,9 +155,10 @@ export function registerDayTwoCommands(
         .makeOptionMandatory(),
     )
     .addOption(
-      new Option("--max-unavailable <n>", "workers upgraded at once")
-        .argParser(parseMaxUnavailable)
-        .default(1),
+      new Option(
+        "--max-unavailable <n>",
+        "workers upgraded at once (default and maximum: cluster.rollout.maxUnavailableWorkers)",
+      ).argParser(parseMaxUnavailable),
     )
     .option("--resume", "continue a roll that stopped: skip nodes already on the target")
     .option("--no-write", "do not update the stack file; print the line to commit instead")
@@ -166,6 +167,13 @@ export function registerDayTwoCommands(
         "--upgrade-timeout",
         "how long talosctl upgrade of one node (or batch) may take, reboot included",
         DEFAULT_ROLLOUT_TIMEOUTS.upgradeMs,
+      ),
+    )
+    .addOption(
+      waitOption(
+        "--drain-timeout",
+        "how long talosctl may drain each node (evict its pods) before its reboot",
+        DEFAULT_DRAIN_TIMEOUT_MS,
       ),
     )
     .addOption(
@@ -189,8 +197,9 @@ export function registerDayTwoCommands(
         env: string,
         options: Common & {
           to: string;
-          maxUnavailable: number;
+          maxUnavailable?: number;
           resume?: boolean;
+          drainTimeout: number;
           write: boolean;
           keepSnapshots: number;
           upgradeTimeout: number;
@@ -203,7 +212,10 @@ export function registerDayTwoCommands(
           await upgradeTalos(ctx, {
             env,
             to: options.to,
-            maxUnavailable: options.maxUnavailable,
+            ...(options.maxUnavailable !== undefined
+              ? { maxUnavailable: options.maxUnavailable }
+              : {}),
+            drainTimeoutMs: options.drainTimeout,
             resume: options.resume === true,
             write: options.write,
             keepSnapshots: options.keepSnapshots,

@@ -9,7 +9,6 @@
 // on its staged config and its Kubernetes node reports Ready, as talosctl's own reboot and upgrade do
 // (uncordonNodes: WaitForNodeReady, then Uncordon); only then the cluster health gate, since Talos'
 // health check fails while any node is unschedulable ("all k8s nodes to report schedulable").
-import { readStackFile, resolveLayer } from "../layers";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError, errorReason } from "../errors";
 import type { ClusterNode } from "./cluster";
@@ -25,7 +24,7 @@ import {
 } from "./options";
 import { type DayTwoSession, runDayTwo } from "./run";
 import type { TalosClient } from "./talosClient";
-import { upgradeBatches } from "./talosUpgrade";
+import { rollBatches, workerBatchSize } from "./batches";
 
 /** `rollout` as asked. */
 interface RolloutRequest {
@@ -47,15 +46,6 @@ interface PendingNode {
   readonly node: ClusterNode;
   /** Where the configs differ (paths only: configs hold keys). */
   readonly differences: readonly string[];
-}
-
-/** The stack file's cluster.rollout.maxUnavailableWorkers (default 1). */
-function maxUnavailableWorkers(repoRoot: string, env: string): number {
-  const layer = resolveLayer(repoRoot, "foundation");
-  const cluster = readStackFile(layer, env).config[`${layer.project}:cluster`] as
-    { rollout?: { maxUnavailableWorkers?: unknown } } | undefined;
-  const value = cluster?.rollout?.maxUnavailableWorkers;
-  return typeof value === "number" && Number.isInteger(value) && value >= 1 ? value : 1;
 }
 
 /** Nodes whose staged config differs from the running one, in stack order. */
@@ -100,16 +90,7 @@ function drainerOn(ctx: CliContext, deps: DayTwoDeps, kubeconfig: string): NodeD
 
 /** Runs `rollout`. */
 export async function rollout(ctx: CliContext, request: RolloutRequest): Promise<ExitCodeValue> {
-  const allowed = maxUnavailableWorkers(ctx.repoRoot, request.env);
-  const maxUnavailable = request.maxUnavailable ?? allowed;
-  if (maxUnavailable > allowed) {
-    throw new UserError({
-      what: "--max-unavailable",
-      problem: `is more than the stack allows (cluster.rollout.maxUnavailableWorkers is ${allowed})`,
-      got: String(maxUnavailable),
-      fix: `Use at most ${allowed}, or raise cluster.rollout.maxUnavailableWorkers in Pulumi.${request.env}.yaml`,
-    });
-  }
+  const maxUnavailable = workerBatchSize(ctx.repoRoot, request.env, request.maxUnavailable);
   return runDayTwo(
     ctx,
     {
@@ -198,7 +179,7 @@ async function rollNodes(
   const started = deps.clock.now();
   const nodes = pending.map((p) => p.node);
   const done: ClusterNode[] = [];
-  for (const batch of upgradeBatches(nodes, maxUnavailable)) {
+  for (const batch of rollBatches(nodes, maxUnavailable)) {
     const stop = await rebootBatch(
       session,
       batch,

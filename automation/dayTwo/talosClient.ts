@@ -1,6 +1,30 @@
 // The one seam between the day-two commands and Talos: every call a command makes to a node goes
 // through this interface. Production runs talosctl (talosctl.ts); tests use a fake cluster, so no
 // test needs talosctl or a node.
+import { ExitCode, UserError } from "../errors";
+
+/**
+ * An upgrade that installed the new Talos but could not drain the node before its reboot (talosctl
+ * 1.13 pulls, installs, drains, then reboots): the node still runs the old version, is (usually)
+ * cordoned, and boots the new one at its next reboot.
+ */
+export class DrainFailedError extends UserError {
+  constructor(
+    readonly node: string,
+    readonly reason: string,
+  ) {
+    super(
+      {
+        what: `talosctl upgrade --nodes ${node}`,
+        problem: "installed the new Talos but could not drain the node before its reboot",
+        got: JSON.stringify(reason),
+        fix: "Fix what blocks the eviction (kubectl get pdb -A), then rerun",
+      },
+      ExitCode.failed,
+    );
+    this.name = "DrainFailedError";
+  }
+}
 
 /** One etcd member as `talosctl etcd members` lists it. */
 export interface EtcdMember {
@@ -59,8 +83,12 @@ export interface TalosClient {
   service(node: string, id: string): Promise<ServiceStatus>;
   /** Streams a consistent etcd snapshot from one control plane into `file` (created 0600). */
   etcdSnapshot(via: string, file: string): Promise<void>;
-  /** Upgrades one node to `image` and waits for it to come back (it reboots). */
-  upgrade(node: string, image: string, timeoutMs: number): Promise<void>;
+  /**
+   * Upgrades one node to `image` and waits for it to come back: talosctl installs it, cordons and
+   * drains the node (at most `drainTimeoutMs`), reboots it and uncordons it once Ready. Rejects with
+   * {@link DrainFailedError} when the drain failed after the install.
+   */
+  upgrade(node: string, image: string, timeoutMs: number, drainTimeoutMs?: number): Promise<void>;
   /**
    * `talosctl upgrade-k8s --to`: the control plane components and kubelets; returns its output.
    * Stopped (and rejected) after `timeoutMs`.

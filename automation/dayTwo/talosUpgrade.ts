@@ -5,10 +5,17 @@
 import * as path from "node:path";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError, errorReason } from "../errors";
-import { type ClusterNode, type DeployedCluster, controlPlanes, workers } from "./cluster";
+import type { ClusterNode, DeployedCluster } from "./cluster";
 import { formatDuration } from "./clock";
 import { healthGate, quorumGate, sameVersion, versionGate, waitForNode } from "./gates";
-import { DEFAULT_ROLLOUT_TIMEOUTS, type RolloutTimeouts, talosTarget } from "./options";
+import {
+  DEFAULT_DRAIN_TIMEOUT_MS,
+  DEFAULT_ROLLOUT_TIMEOUTS,
+  type RolloutTimeouts,
+  talosTarget,
+} from "./options";
+import { rollBatches, workerBatchSize } from "./batches";
+import { DrainFailedError } from "./talosClient";
 import { type DayTwoSession, runDayTwo } from "./run";
 import { retagImage } from "./talosctlOutput";
 import { applyBump, describeBump, planBump } from "./versionBump";
@@ -18,8 +25,8 @@ interface TalosUpgradeRequest {
   readonly env: string;
   /** `v1.14.1` (a leading v is added when missing). */
   readonly to: string;
-  /** Workers upgraded at once. */
-  readonly maxUnavailable: number;
+  /** Workers upgraded at once; at most (and by default) cluster.rollout.maxUnavailableWorkers. */
+  readonly maxUnavailable?: number;
   /** Continue a roll that stopped: nodes already on the target are skipped. */
   readonly resume: boolean;
   /** Update the stack file at the end (false: print the line to commit). */
@@ -27,28 +34,21 @@ interface TalosUpgradeRequest {
   readonly keepSnapshots: number;
   readonly installCli: boolean;
   readonly timeouts?: Partial<RolloutTimeouts>;
+  /** How long talosctl may drain each node before its reboot. @default DEFAULT_DRAIN_TIMEOUT_MS */
+  readonly drainTimeoutMs?: number;
 }
 
 /** Where a roll stopped. */
 interface Stop {
   readonly node: ClusterNode;
-  readonly step: "interrupted" | "quorum" | "upgrade" | "come back" | "version" | "health";
+  readonly step:
+    "interrupted" | "quorum" | "upgrade" | "drain" | "come back" | "version" | "health";
   readonly reason: string;
 }
 
-/** Control planes one per batch, then workers `maxUnavailable` per batch, in stack-file order. */
-export function upgradeBatches(
-  nodes: readonly ClusterNode[],
-  maxUnavailable: number,
-): ClusterNode[][] {
-  const batches = controlPlanes({ nodes }).map((cp) => [cp]);
-  const ws = workers({ nodes });
-  for (let i = 0; i < ws.length; i += maxUnavailable) batches.push(ws.slice(i, i + maxUnavailable));
-  return batches;
-}
-
 function resumeCommand(request: TalosUpgradeRequest, to: string): string {
-  const extra = request.maxUnavailable !== 1 ? ` --max-unavailable ${request.maxUnavailable}` : "";
+  const extra =
+    request.maxUnavailable !== undefined ? ` --max-unavailable ${request.maxUnavailable}` : "";
   return `npm run platform -- upgrade talos ${request.env} --to ${to}${extra} --resume`;
 }
 
@@ -58,6 +58,7 @@ export async function upgradeTalos(
   request: TalosUpgradeRequest,
 ): Promise<ExitCodeValue> {
   const to = talosTarget(request.to);
+  const maxUnavailable = workerBatchSize(ctx.repoRoot, request.env, request.maxUnavailable);
   return runDayTwo(
     ctx,
     {
@@ -66,7 +67,7 @@ export async function upgradeTalos(
       installCli: request.installCli,
       commandLine: `upgrade talos ${request.env} --to ${to}${request.resume ? " --resume" : ""}`,
     },
-    (session) => roll(session, request, to),
+    (session) => roll(session, request, to, maxUnavailable),
   );
 }
 
@@ -74,6 +75,7 @@ async function roll(
   session: DayTwoSession,
   request: TalosUpgradeRequest,
   to: string,
+  maxUnavailable: number,
 ): Promise<ExitCodeValue> {
   const { ctx, deps, client, cluster, out } = session;
   const timeouts = { ...DEFAULT_ROLLOUT_TIMEOUTS, ...request.timeouts };
@@ -89,7 +91,7 @@ async function roll(
   const already = cluster.nodes.filter((n) => sameVersion(versions.get(n.name) ?? "", to));
   const pending = cluster.nodes.filter((n) => !already.includes(n));
   const images = new Map(pending.map((n) => [n.name, retagImage(n.installerImage!, to)!]));
-  const batches = upgradeBatches(pending, request.maxUnavailable);
+  const batches = rollBatches(pending, maxUnavailable);
   if (already.length > 0) out(`already on ${to}: ${already.map((n) => n.name).join(", ")}`);
 
   const started = deps.clock.now();
@@ -133,7 +135,7 @@ async function roll(
     out(
       `upgrade talos ${request.env} to ${to}: ${cps} control plane${cps === 1 ? "" : "s"} one at a time` +
         (workerCount > 0
-          ? `, then ${workerCount} worker${workerCount === 1 ? "" : "s"} (${request.maxUnavailable} at a time)`
+          ? `, then ${workerCount} worker${workerCount === 1 ? "" : "s"} (${maxUnavailable} at a time)`
           : ""),
     );
     snapshotFile = (await session.snapshot(request.keepSnapshots)).file;
@@ -182,17 +184,23 @@ async function roll(
       const nodeStart = deps.clock.now();
       const results = await Promise.allSettled(
         batch.map((node) =>
-          client.upgrade(node.address, images.get(node.name)!, timeouts.upgradeMs),
+          client.upgrade(
+            node.address,
+            images.get(node.name)!,
+            timeouts.upgradeMs,
+            request.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS,
+          ),
         ),
       );
       const stops: Stop[] = [];
       for (const [i, node] of batch.entries()) {
         const result = results[i];
         if (result.status === "rejected") {
+          const drain = result.reason instanceof DrainFailedError;
           stops.push({
             node,
-            step: "upgrade",
-            reason: errorReason(result.reason),
+            step: drain ? "drain" : "upgrade",
+            reason: drain ? (result.reason as DrainFailedError).reason : errorReason(result.reason),
           });
           continue;
         }
@@ -249,6 +257,12 @@ async function roll(
             `  unverified:  ${stop.node.name} may still be upgrading on its own (talosctl did not finish): check \`talosctl -n ${stop.node.address} version\` before resuming`,
           ]
         : []),
+      ...(stop.step === "drain"
+        ? [
+            `  installed:   ${stop.node.name} has Talos ${to} installed but still runs the old one: its next reboot boots ${to}`,
+            `  cordoned:    ${stop.node.name} (left unschedulable; kubectl uncordon ${stop.node.name}, kubeconfig: npm run platform -- kubeconfig ${request.env})`,
+          ]
+        : []),
       `  not touched: ${notTouched()}`,
       ...summary(),
     ];
@@ -258,7 +272,11 @@ async function roll(
         what: `upgrade talos ${request.env}`,
         problem: `stopped at ${stop.node.name} (${stop.step})`,
         got: JSON.stringify(stop.reason),
-        fix: `Fix the cause (talosctl -n ${stop.node.address} dmesg; talosctl -n ${stop.node.address} logs machined), then resume: ${resumeCommand(request, to)}`,
+        fix: `${
+          stop.step === "drain"
+            ? "Fix what blocks the eviction (kubectl get pdb -A), or give it a larger --drain-timeout"
+            : `Fix the cause (talosctl -n ${stop.node.address} dmesg; talosctl -n ${stop.node.address} logs machined)`
+        }, then resume: ${resumeCommand(request, to)}`,
       },
       ExitCode.failed,
     );

@@ -3,12 +3,13 @@
 // the node it targets, so the operator's ~/.talos/config and its current context never matter.
 // Every call has a time-out after which talosctl is stopped.
 import { formatDuration, goDuration } from "./clock";
-import type {
-  EtcdMember,
-  HealthCheck,
-  ServiceStatus,
-  TalosClient,
-  TalosConnection,
+import {
+  DrainFailedError,
+  type EtcdMember,
+  type HealthCheck,
+  type ServiceStatus,
+  type TalosClient,
+  type TalosConnection,
 } from "./talosClient";
 import {
   parseClientVersion,
@@ -190,13 +191,32 @@ export class TalosctlClient implements TalosClient {
     });
   }
 
-  async upgrade(node: string, image: string, timeoutMs: number): Promise<void> {
+  async upgrade(
+    node: string,
+    image: string,
+    timeoutMs: number,
+    drainTimeoutMs?: number,
+  ): Promise<void> {
     // --wait follows the node through its reboot until it is ready again; --timeout bounds that.
-    await this.exec(["upgrade", "--image", image, "--wait", "--timeout", goDuration(timeoutMs)], {
-      node,
-      timeoutMs: timeoutMs + TALOSCTL_TIMEOUTS.margin,
+    const args = ["upgrade", "--image", image, "--wait", "--timeout", goDuration(timeoutMs)];
+    if (drainTimeoutMs !== undefined) args.push("--drain-timeout", goDuration(drainTimeoutMs));
+    const call = { node, timeoutMs: timeoutMs + TALOSCTL_TIMEOUTS.margin };
+    const { args: full, shown } = this.command(args, call);
+    const toolCall = {
+      timeoutMs: call.timeoutMs,
       stream: true,
-    });
+      shown,
+      fix: "Fix the cause (the node's state, its reachability) and rerun",
+    };
+    const result = await this.tool.start(full, toolCall);
+    if (result.code === 0 && !result.timedOut) return;
+    // talosctl 1.13's drain errors (drain.go, nodedrain): after the install, before the reboot.
+    const drain =
+      /error (?:cordoning|draining) node[^\n]*|error creating Kubernetes client for drain[^\n]*|error resolving Kubernetes node name[^\n]*/.exec(
+        `${result.stderr}\n${result.stdout}`,
+      );
+    if (drain && !result.timedOut) throw new DrainFailedError(node, drain[0].slice(0, 300));
+    throw this.tool.failure(result, toolCall);
   }
 
   async upgradeKubernetes(

@@ -10,6 +10,7 @@ import type {
   TalosConnection,
 } from "../../automation/dayTwo/talosClient";
 import { imageTag } from "../../automation/dayTwo/talosctlOutput";
+import { DrainFailedError } from "../../automation/dayTwo/talosClient";
 import type { DayTwoClock } from "../../automation/dayTwo/clock";
 
 /** One simulated node. */
@@ -35,7 +36,9 @@ export type UpgradeBehaviour =
   /** The node boots back into its old image (silent A/B rollback) and looks healthy. */
   | "rollback"
   /** The node never comes back. */
-  | "down";
+  | "down"
+  /** talosctl installs the new version, then fails to drain the node: it keeps running the old one. */
+  | "drainFails";
 
 /** A clock whose sleep advances its time at once. */
 export class FakeClock implements DayTwoClock {
@@ -248,12 +251,27 @@ export class FakeTalos implements TalosClient {
     fs.writeFileSync(file, Buffer.alloc(1024 + 32, 1), { mode: 0o644 });
   }
 
-  async upgrade(node: string, image: string, _timeoutMs: number): Promise<void> {
+  /** The drain time-out of every upgrade, in order. */
+  readonly drainTimeouts: (number | undefined)[] = [];
+
+  async upgrade(
+    node: string,
+    image: string,
+    _timeoutMs: number,
+    drainTimeoutMs?: number,
+  ): Promise<void> {
     const n = this.reach(node);
     this.log.push(`upgrade ${n.name} ${image}`);
+    this.drainTimeouts.push(drainTimeoutMs);
     this.clock.time += this.upgradeMs;
     const behaviour = this.upgrades.get(n.name) ?? "ok";
     if (behaviour === "fail") throw new Error("error during upgrade: failed to pull image");
+    if (behaviour === "drainFails") {
+      throw new DrainFailedError(
+        node,
+        `error draining node "${n.name}": global timeout reached: 5m0s`,
+      );
+    }
     if (behaviour === "down") {
       n.up = false;
       return;

@@ -38,6 +38,14 @@ export function stackYaml(talos = "v1.13.9", kubernetes = "1.36.3", nodes = NODE
   ].join("\n");
 }
 
+/** The stack file with cluster.rollout.maxUnavailableWorkers set. */
+export function stackWithRollout(max: number): string {
+  return stackYaml("v1.13.9", "1.36.3", NODES).replace(
+    "  talos-platform:nodes:",
+    `    rollout: { maxUnavailableWorkers: ${max} }\n  talos-platform:nodes:`,
+  );
+}
+
 /** A generated machine config of a node, multi-document like Talos 1.13's. */
 export function generatedConfig(name: string, role: string, talos = "v1.13.9"): string {
   return [

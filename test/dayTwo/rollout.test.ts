@@ -7,7 +7,7 @@ import { cleanupRepos } from "../automation/helpers";
 import { FakeTalos } from "./fakeTalos";
 import type { HealthCheck } from "../../automation/dayTwo/talosClient";
 import { fakeKubectl } from "./fakeKubectl";
-import { dayTwoFixture, foundationOutputs, generatedConfig, NODES, stackYaml } from "./helpers";
+import { dayTwoFixture, foundationOutputs, generatedConfig, stackWithRollout } from "./helpers";
 
 /** A fake cluster whose health check fails while a Kubernetes node is cordoned, as Talos' does. */
 class StagingTalos extends FakeTalos {
@@ -47,14 +47,6 @@ function fixture(stack?: string, outputs?: ReturnType<typeof foundationOutputs>)
 }
 
 const rebooted = (talos: FakeTalos) => talos.callsOf("reboot").map((l) => l.split(" ")[1]);
-
-/** The stack file with cluster.rollout.maxUnavailableWorkers set. */
-function stackWithRollout(max: number): string {
-  return stackYaml("v1.13.9", "1.36.3", NODES).replace(
-    "  talos-platform:nodes:",
-    `    rollout: { maxUnavailableWorkers: ${max} }\n  talos-platform:nodes:`,
-  );
-}
 
 describe("rollout: rebooting staged changes without quorum loss", () => {
   afterEach(cleanupRepos);

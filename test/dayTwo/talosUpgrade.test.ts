@@ -2,7 +2,7 @@ import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { runCli } from "../../automation/cli";
-import { upgradeBatches } from "../../automation/dayTwo/talosUpgrade";
+import { rollBatches as upgradeBatches } from "../../automation/dayTwo/batches";
 import { ExitCode } from "../../automation/errors";
 import { cleanupRepos } from "../automation/helpers";
 import { FakeTalos } from "./fakeTalos";
@@ -12,6 +12,7 @@ import {
   dayTwoFixture,
   foundationOutputs,
   readStack,
+  stackWithRollout,
   stackYaml,
 } from "./helpers";
 
@@ -106,7 +107,7 @@ describe("upgrade talos: the rolling upgrade", () => {
   });
 
   it("upgrades workers in batches of --max-unavailable, with one health check per batch", async () => {
-    const f = dayTwoFixture();
+    const f = dayTwoFixture({ stack: stackWithRollout(2) });
     assert.equal(
       await runCli(
         ["upgrade", "talos", "staging", "--to", "v1.14.1", "--max-unavailable", "2"],
@@ -125,6 +126,59 @@ describe("upgrade talos: the rolling upgrade", () => {
       "upgrade w-3",
       "health via",
     ]);
+  });
+
+  it("never takes more workers down at once than cluster.rollout.maxUnavailableWorkers, and defaults to it", async () => {
+    const refused = dayTwoFixture();
+    assert.equal(
+      await runCli(
+        ["upgrade", "talos", "staging", "--to", "v1.14.1", "--max-unavailable", "2"],
+        refused.ctx,
+      ),
+      ExitCode.usage,
+    );
+    assert.match(refused.ctx.stderr.text, /--max-unavailable: is more than the stack allows/);
+    assert.deepEqual(refused.talos.callsOf("upgrade"), []);
+    const f = dayTwoFixture({ stack: stackWithRollout(3) });
+    assert.equal(
+      await runCli(["upgrade", "talos", "staging", "--to", "v1.14.1"], f.ctx),
+      ExitCode.ok,
+    );
+    const workers = f.talos.log.slice(f.talos.log.findIndex((l) => l.startsWith("upgrade w-1")));
+    assert.deepEqual(
+      workers
+        .filter((l) => /^(upgrade|health)/.test(l))
+        .map((l) => l.split(" ").slice(0, 2).join(" ")),
+      ["upgrade w-1", "upgrade w-2", "upgrade w-3", "health via"],
+    );
+  });
+
+  it("stops at a node whose drain failed after the install, naming it installed, not booted and cordoned", async () => {
+    const f = dayTwoFixture();
+    f.talos.upgrades.set("cp-2", "drainFails");
+    assert.equal(
+      await runCli(
+        ["upgrade", "talos", "staging", "--to", "v1.14.1", "--drain-timeout", "7m"],
+        f.ctx,
+      ),
+      ExitCode.failed,
+    );
+    const out = f.ctx.stdout.text;
+    assert.match(out, /stopped at cp-2 \(drain\); no further node was touched/);
+    assert.match(
+      out,
+      /installed: {3}cp-2 has Talos v1\.14\.1 installed but still runs the old one: its next reboot boots v1\.14\.1/,
+    );
+    assert.match(out, /cordoned: {4}cp-2 \(left unschedulable; kubectl uncordon cp-2/);
+    assert.match(
+      f.ctx.stderr.text,
+      /Fix what blocks the eviction .*then resume: npm run platform -- upgrade talos staging --to v1\.14\.1 --resume/,
+    );
+    assert.deepEqual(f.talos.drainTimeouts, [7 * 60_000, 7 * 60_000]);
+    assert.deepEqual(
+      f.talos.callsOf("upgrade").map((l) => l.split(" ")[1]),
+      ["cp-1", "cp-2"],
+    );
   });
 
   it("batches control planes one by one whatever --max-unavailable says", () => {
@@ -265,7 +319,7 @@ describe("upgrade talos: the rolling upgrade", () => {
   });
 
   it("in a batch that fails, reports every failed node and starts no later batch", async () => {
-    const f = dayTwoFixture();
+    const f = dayTwoFixture({ stack: stackWithRollout(2) });
     f.talos.upgrades.set("w-2", "rollback");
     const code = await runCli(
       ["upgrade", "talos", "staging", "--to", "v1.14.1", "--max-unavailable", "2"],

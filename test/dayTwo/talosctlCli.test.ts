@@ -134,7 +134,9 @@ describe("waits settable on the command line", () => {
     assert.equal(code, ExitCode.ok, f.ctx.stdout.text + f.ctx.stderr.text);
     const upgrades = runsOf(f.talosctlCalls, "upgrade");
     assert.equal(upgrades.length, 6);
-    for (const args of upgrades) assert.deepEqual(args.slice(-3), ["--wait", "--timeout", "2700s"]);
+    for (const args of upgrades) {
+      assert.deepEqual(args.slice(-5), ["--wait", "--timeout", "2700s", "--drain-timeout", "300s"]);
+    }
     const health = runsOf(f.talosctlCalls, "health");
     assert.ok(health.length >= 7, "preflight, then after every node");
     for (const args of health)
