@@ -11,7 +11,7 @@
 // health check fails while any node is unschedulable ("all k8s nodes to report schedulable").
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError, errorReason } from "../errors";
-import type { ClusterNode } from "./cluster";
+import type { ClusterNode, DeployedCluster } from "./cluster";
 import { formatDuration } from "./clock";
 import { configDifferences } from "./configCompare";
 import { type DayTwoDeps, progressSink } from "./deps";
@@ -46,24 +46,31 @@ interface PendingNode {
   readonly node: ClusterNode;
   /** Where the configs differ (paths only: configs hold keys). */
   readonly differences: readonly string[];
+  /** Where the staged config differs from the one the stack generated (empty: it is the stack's). */
+  readonly notTheStacks: readonly string[];
 }
 
-/** Nodes whose staged config differs from the running one, in stack order. */
-async function pendingNodes(
-  talos: TalosClient,
-  nodes: readonly ClusterNode[],
-): Promise<PendingNode[]> {
+/**
+ * Nodes whose staged config differs from the running one, in stack order, each compared with the
+ * config the stack generated for it (the outputs' machineConfigurations).
+ */
+async function pendingNodes(talos: TalosClient, cluster: DeployedCluster): Promise<PendingNode[]> {
   const pending: PendingNode[] = [];
-  for (const node of nodes) {
-    const differences = configDifferences(
-      await talos.stagedConfig(node.address),
-      await talos.machineConfig(node.address),
-    ).map((d) =>
-      d
-        .replace("(only in the stack)", "(only in the staged config)")
-        .replace("(only on the node)", "(only in the running config)"),
+  for (const node of cluster.nodes) {
+    const staged = await talos.stagedConfig(node.address);
+    const generated = cluster.machineConfigurations[node.name];
+    const differences = configDifferences(staged, await talos.machineConfig(node.address)).map(
+      (d) =>
+        d
+          .replace("(only in the stack)", "(only in the staged config)")
+          .replace("(only on the node)", "(only in the running config)"),
     );
-    if (differences.length > 0) pending.push({ node, differences });
+    if (differences.length === 0) continue;
+    const notTheStacks =
+      generated === undefined
+        ? ["(the outputs hold no generated config for it)"]
+        : configDifferences(generated, staged);
+    pending.push({ node, differences, notTheStacks });
   }
   return pending;
 }
@@ -111,7 +118,7 @@ async function roll(
   maxUnavailable: number,
 ): Promise<ExitCodeValue> {
   const { ctx, deps, client, cluster, out } = session;
-  const pending = await pendingNodes(client, cluster.nodes);
+  const pending = await pendingNodes(client, cluster);
   if (pending.length === 0) {
     out(`rollout ${request.env}: no node has a staged change; nothing to reboot`);
     return ExitCode.ok;
@@ -122,9 +129,26 @@ async function roll(
       `  ${node.name}: ${differences.slice(0, 5).join("; ")}${differences.length > 5 ? "; …" : ""}`,
     );
   }
+  const foreign = pending.filter((p) => p.notTheStacks.length > 0);
+  for (const { node, notTheStacks } of foreign) {
+    out(
+      `  ${node.name}: its staged config is not the stack's (${notTheStacks.slice(0, 3).join("; ")}${notTheStacks.length > 3 ? "; …" : ""})`,
+    );
+  }
   if (request.dryRun) {
     out("--dry-run: no node was rebooted");
     return ExitCode.ok;
+  }
+  if (foreign.length > 0) {
+    throw new UserError(
+      {
+        what: `rollout ${request.env}`,
+        problem: `${foreign.map((p) => p.node.name).join(", ")} ${foreign.length === 1 ? "has" : "have"} a staged config that is not the one the stack generated, so no node was rebooted`,
+        got: JSON.stringify(foreign[0].notTheStacks[0]),
+        fix: `Stage the stack's config with \`npm run platform -- up ${request.env}\` (it replaces what is staged), then run rollout again`,
+      },
+      ExitCode.refused,
+    );
   }
   const rollWith = (drainer: NodeDrainer | undefined) =>
     rollNodes(session, request, maxUnavailable, pending, drainer);

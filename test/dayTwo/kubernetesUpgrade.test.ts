@@ -14,6 +14,15 @@ function dayTwoFixture() {
 describe("upgrade kubernetes", () => {
   afterEach(cleanupRepos);
 
+  it("refuses while a config change is staged: upgrade-k8s would replace it with the running config patched", async () => {
+    const f = dayTwoFixture();
+    f.talos.stage("cp-2", "vm.swappiness: 1");
+    const code = await runCli(["upgrade", "kubernetes", "staging", "--to", "1.36.3"], f.ctx);
+    assert.equal(code, ExitCode.refused);
+    assert.deepEqual(f.talos.callsOf("upgrade-k8s"), []);
+    assert.match(f.ctx.stdout.text, /FAIL {2}nothing-staged .*got cp-2\./);
+  });
+
   it("runs preflight, a snapshot, the dry run, the upgrade, the health check, then bumps kubernetesVersion", async () => {
     const f = dayTwoFixture();
     const before = readStack(f);

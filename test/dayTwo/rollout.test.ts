@@ -9,10 +9,26 @@ import type { HealthCheck } from "../../automation/dayTwo/talosClient";
 import { fakeKubectl } from "./fakeKubectl";
 import { dayTwoFixture, foundationOutputs, generatedConfig, stackWithRollout } from "./helpers";
 
-/** A fake cluster whose health check fails while a Kubernetes node is cordoned, as Talos' does. */
+/**
+ * A fake cluster whose health check fails while a Kubernetes node is cordoned, as Talos' does, and
+ * whose staged changes are the stack's, as an `up` stages them (the outputs carry the config).
+ */
 class StagingTalos extends FakeTalos {
   /** The Kubernetes nodes marked unschedulable now (the fake kubectl's cordons). */
   unschedulable: () => string[] = () => [];
+  /** The outputs' machineConfigurations: what the stack generated. */
+  generated: Record<string, string> = {};
+
+  /** Stages a change as `up` does: the stack generated that config. */
+  stage(name: string, sysctl: string): void {
+    super.stage(name, sysctl);
+    this.generated[name] = this.staged.get(name)!;
+  }
+
+  /** Stages a change behind the stack's back (talosctl apply-config --mode staged). */
+  stageByHand(name: string, sysctl: string): void {
+    super.stage(name, sysctl);
+  }
 
   async health(check: HealthCheck): Promise<void> {
     await super.health(check);
@@ -42,6 +58,7 @@ function fixture(stack?: string, outputs?: ReturnType<typeof foundationOutputs>)
   });
   const kubectl = fakeKubectl(fake.log);
   fake.unschedulable = () => [...kubectl.cordoned];
+  fake.generated = f.ctx.workspaces.outputs.machineConfigurations.value as Record<string, string>;
   const ctx = Object.assign(f.ctx, { dayTwo: { ...f.ctx.dayTwo, kubectl: kubectl.run } });
   return { f, fake, ctx, kubectl };
 }
@@ -395,6 +412,23 @@ describe("rollout: draining each node before its reboot", () => {
       assert.equal(fs.existsSync(call.kubeconfig.path), false, "removed after the roll");
     }
     assert.doesNotMatch(f.ctx.stdout.text + f.ctx.stderr.text, /a3ViZS1zZWNyZXQta2V5/);
+  });
+
+  it("refuses a staged config that is not the one the stack generated, before rebooting anything", async () => {
+    const { f, fake, ctx } = fixture();
+    fake.stage("cp-1", "vm.swappiness: 1");
+    fake.stageByHand("w-2", "vm.swappiness: 2");
+    assert.equal(await runCli(["rollout", "staging"], ctx), ExitCode.refused);
+    assert.deepEqual(rebooted(fake), []);
+    assert.match(
+      f.ctx.stdout.text,
+      /w-2: its staged config is not the stack's \(v1alpha1: machine\.sysctls\)/,
+    );
+    assert.doesNotMatch(f.ctx.stdout.text, /cp-1: its staged config is not/);
+    assert.match(
+      f.ctx.stderr.text,
+      /rollout staging: w-2 has a staged config that is not the one the stack generated, so no node was rebooted.*npm run platform -- up staging/,
+    );
   });
 
   it("refuses to drain when the outputs hold no kubeconfig, before rebooting anything", async () => {

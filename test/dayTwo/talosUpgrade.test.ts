@@ -153,6 +153,20 @@ describe("upgrade talos: the rolling upgrade", () => {
     );
   });
 
+  it("refuses while a config change waits for a reboot, which the upgrade would activate unannounced", async () => {
+    const f = dayTwoFixture();
+    f.talos.stage("w-2", "vm.swappiness: 1");
+    assert.equal(
+      await runCli(["upgrade", "talos", "staging", "--to", "v1.14.1"], f.ctx),
+      ExitCode.refused,
+    );
+    assert.deepEqual(f.talos.callsOf("upgrade"), []);
+    assert.match(
+      f.ctx.stdout.text,
+      /FAIL {2}nothing-staged +staged configs: a config change waits for a reboot on 1 node.*got w-2\. Roll it out first: npm run platform -- rollout staging/,
+    );
+  });
+
   it("stops at a node whose drain failed after the install, naming it installed, not booted and cordoned", async () => {
     const f = dayTwoFixture();
     f.talos.upgrades.set("cp-2", "drainFails");

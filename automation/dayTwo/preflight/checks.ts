@@ -230,6 +230,25 @@ const etcdMembers: LiveCheck = {
   },
 };
 
+/**
+ * No config change waits for a reboot: an upgrade's reboot would activate it unannounced (Talos),
+ * and upgrade-k8s applies each node's running config patched, replacing what was staged.
+ */
+const nothingStaged: LiveCheck = {
+  id: "nothing-staged",
+  needsTalosctl: true,
+  judge: ({ observed, target }) => {
+    const staged = observed.nodes.filter((n) => n.staged === true).map((n) => n.node.name);
+    if (staged.length === 0) return ok("no config change waits for a reboot");
+    return failed({
+      what: "staged configs",
+      problem: `a config change waits for a reboot on ${staged.length} node${staged.length === 1 ? "" : "s"}; this change would reboot into it unannounced, or replace it`,
+      got: staged.join(", "),
+      fix: `Roll it out first: npm run platform -- rollout ${target.env}`,
+    });
+  },
+};
+
 const installerImages: LiveCheck = {
   id: "installer-images",
   judge: ({ cluster, target }) => {
@@ -257,6 +276,7 @@ const LIVE_CHECKS: readonly LiveCheck[] = [
   nodesHealthy,
   etcdQuorum,
   etcdMembers,
+  nothingStaged,
   installerImages,
 ];
 

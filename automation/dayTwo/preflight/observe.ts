@@ -4,6 +4,7 @@
 import { errorReason } from "../../errors";
 import { PREFLIGHT_HEALTH_TIMEOUT_MS } from "../options";
 import { type ClusterNode, type DeployedCluster, controlPlanes, healthAddress } from "../cluster";
+import { configDifferences } from "../configCompare";
 import type { EtcdMember, TalosClient } from "../talosClient";
 
 /** What one node reported. */
@@ -11,6 +12,8 @@ interface NodeObservation {
   readonly node: ClusterNode;
   readonly talos?: string;
   readonly kubernetes?: string;
+  /** A config change is staged for the node's next reboot (its persistent config differs). */
+  readonly staged?: boolean;
   /** Why the node could not be read. */
   readonly error?: string;
 }
@@ -29,6 +32,22 @@ export interface Observation {
   }[];
   /** `talosctl health`; absent when not run (a node did not answer). */
   readonly health?: { readonly ok: boolean; readonly detail: string };
+}
+
+/** Whether a config change waits for the node's next reboot; undefined when it cannot be read. */
+async function hasStagedChange(
+  client: TalosClient,
+  node: ClusterNode,
+): Promise<boolean | undefined> {
+  try {
+    const [staged, running] = [
+      await client.stagedConfig(node.address),
+      await client.machineConfig(node.address),
+    ];
+    return configDifferences(staged, running).length > 0;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Asks the cluster everything the live checks need; never throws for an unhealthy cluster. */
@@ -52,11 +71,14 @@ export async function observeCluster(
   for (const node of cluster.nodes) {
     try {
       const talos = await client.nodeVersion(node.address);
+      let kubernetes: string;
       try {
-        nodes.push({ node, talos, kubernetes: await client.kubeletVersion(node.address) });
+        kubernetes = await client.kubeletVersion(node.address);
       } catch (error) {
         nodes.push({ node, talos, error: `kubelet: ${errorReason(error)}` });
+        continue;
       }
+      nodes.push({ node, talos, kubernetes, staged: await hasStagedChange(client, node) });
     } catch (error) {
       nodes.push({ node, error: errorReason(error) });
     }
