@@ -1,6 +1,9 @@
 // `drift <env>`: for every node, what the stack says against what the node runs: the Talos version,
 // the kubelet's Kubernetes version, and the machine config (compared as data, see configCompare.ts).
-// A table, then the paths that differ; exit 6 on drift so a scheduled job can alert on it.
+// Each difference is classified by what brings the node back in line: `staged` (the stack's config
+// waits for a reboot: rollout), `pending` (the stack file asks for versions the last up did not
+// deploy yet: up), `drift` (changed behind the program's back: up restores it). A table, then the
+// paths that differ; exit 6 on any difference so a scheduled job can alert on it.
 import * as path from "node:path";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, errorReason } from "../errors";
@@ -14,8 +17,7 @@ import type { TalosClient } from "./talosClient";
 interface NodeDrift {
   readonly name: string;
   readonly role: string;
-  /** `ok`, `drift`, `unreachable` or `not deployed`. */
-  readonly status: "ok" | "drift" | "unreachable" | "not deployed";
+  readonly status: "ok" | "staged" | "pending" | "drift" | "unreachable" | "not deployed";
   readonly talos: string;
   readonly kubernetes: string;
   readonly config: string;
@@ -27,16 +29,23 @@ interface NodeDrift {
 /** How many config paths are listed per node before "… and N more". */
 const MAX_PATHS = 15;
 
+/** A version as the stack file wants it, the last up deployed it and the node reports it. */
 function versionCell(
   want: string,
+  deployed: string,
   got: string | undefined,
-  same: (a: string, b: string) => boolean,
-): { cell: string; drift: boolean } {
-  if (got === undefined) return { cell: "?", drift: false };
-  return same(want, got)
-    ? { cell: got, drift: false }
-    : { cell: `${got} (stack: ${want})`, drift: true };
+): { cell: string; status: "ok" | "pending" | "drift" } {
+  if (got === undefined) return { cell: "?", status: "ok" };
+  if (sameVersion(want, got)) return { cell: got, status: "ok" };
+  // The node runs what the last up deployed: the stack file's new version waits for an up.
+  const status = sameVersion(deployed, got) ? "pending" : "drift";
+  return { cell: `${got} (stack: ${want})`, status };
 }
+
+/** The worst of some statuses: drift over pending over staged over ok. */
+const ORDER = ["ok", "staged", "pending", "drift"] as const;
+const worst = (statuses: readonly (typeof ORDER)[number][]) =>
+  ORDER[Math.max(...statuses.map((s) => ORDER.indexOf(s)))];
 
 /** Compares every node with the stack; never throws for a node that does not answer. */
 async function compareNodes(client: TalosClient, cluster: DeployedCluster): Promise<NodeDrift[]> {
@@ -68,27 +77,32 @@ async function compareNodes(client: TalosClient, cluster: DeployedCluster): Prom
     }
     let configPaths: string[] = [];
     let config = "?";
+    let configStatus: "ok" | "staged" | "drift" = "ok";
     const expected = cluster.machineConfigurations[node.name];
     if (expected === undefined) {
       config = "no generated config in the outputs";
     } else {
       try {
         configPaths = configDifferences(expected, await client.machineConfig(node.address));
+        if (configPaths.length > 0) {
+          const staged = configDifferences(expected, await client.stagedConfig(node.address));
+          configStatus = staged.length === 0 ? "staged" : "drift";
+        }
         config =
           configPaths.length === 0
             ? "same"
-            : `${configPaths.length} ${configPaths.length === 1 ? "path differs" : "paths differ"}`;
+            : `${configPaths.length} ${configPaths.length === 1 ? "path differs" : "paths differ"}${configStatus === "staged" ? " (staged)" : ""}`;
       } catch (error) {
         errors.push(`config: ${errorReason(error)}`);
       }
     }
-    const t = versionCell(want.talosVersion, talos, sameVersion);
-    const k = versionCell(want.kubernetesVersion, kubelet, (a, b) => sameVersion(a, b));
-    const drift = t.drift || k.drift || configPaths.length > 0;
+    const t = versionCell(want.talosVersion, cluster.deployed.talosVersion, talos);
+    const k = versionCell(want.kubernetesVersion, cluster.deployed.kubernetesVersion, kubelet);
+    const status = worst([t.status, k.status, configStatus]);
     rows.push({
       name: node.name,
       role: node.role,
-      status: drift ? "drift" : errors.length > 0 ? "unreachable" : "ok",
+      status: status === "ok" && errors.length > 0 ? "unreachable" : status,
       talos: t.cell,
       kubernetes: k.cell,
       config,
@@ -149,15 +163,29 @@ export async function drift(ctx: CliContext, request: DriftCommand): Promise<Exi
   ctx.stdout.write(formatDrift(rows));
   for (const note of cluster.notes) ctx.stdout.write(`note: ${note}\n`);
   const file = path.basename(cluster.stack.file);
-  const drifted = rows.filter((r) => r.status === "drift" || r.status === "not deployed");
-  const unread = rows.filter((r) => r.status === "unreachable");
-  if (drifted.length > 0) {
+  const names = (status: NodeDrift["status"]) =>
+    rows.filter((r) => r.status === status).map((r) => r.name);
+  const [foreign, pending, staged, missing] = (
+    ["drift", "pending", "staged", "not deployed"] as const
+  ).map(names);
+  const differing = foreign.length + pending.length + staged.length + missing.length;
+  if (differing > 0) {
+    const classes = [
+      foreign.length > 0 &&
+        `changed behind the program's back: ${foreign.join(", ")} (up restores the stack's config and versions)`,
+      pending.length > 0 &&
+        `on the versions the last up deployed, not the stack file's: ${pending.join(", ")} (up converges them)`,
+      staged.length > 0 &&
+        `the stack's config staged, waiting for a reboot: ${staged.join(", ")} (rollout)`,
+      missing.length > 0 && `not deployed yet: ${missing.join(", ")} (up)`,
+    ].filter((line): line is string => typeof line === "string");
     ctx.stderr.write(
-      `drift ${request.env}: ${drifted.length} of ${rows.length} nodes differ from ${file} (${drifted.map((r) => r.name).join(", ")}). ` +
-        `Versions: upgrade talos / upgrade kubernetes; configs: npm run platform -- up ${request.env}\n`,
+      `drift ${request.env}: ${differing} of ${rows.length} nodes differ from ${file}:\n${classes.map((line) => `  ${line}`).join("\n")}\n` +
+        `  commands: npm run platform -- up ${request.env}; npm run platform -- rollout ${request.env}\n`,
     );
     return ExitCode.drift;
   }
+  const unread = rows.filter((r) => r.status === "unreachable");
   if (unread.length > 0) {
     ctx.stderr.write(
       `drift ${request.env}: ${unread.length} node${unread.length === 1 ? "" : "s"} could not be read (${unread.map((r) => r.name).join(", ")}); the others match ${file}\n`,

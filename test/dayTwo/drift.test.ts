@@ -80,7 +80,49 @@ describe("drift <env>", () => {
     assert.ok(!out.includes("secret-machine-token"), "config values are never printed");
     assert.match(
       f.ctx.stderr.text,
-      /drift staging: 3 of 6 nodes differ from Pulumi\.staging\.yaml \(cp-2, w-1, w-3\)/,
+      /drift staging: 3 of 6 nodes differ from Pulumi\.staging\.yaml:\n {2}changed behind the program's back: cp-2, w-1, w-3 \(up restores/,
+    );
+  });
+
+  it("tells a staged change and a version the stack file asks for from a change behind its back", async () => {
+    const f = dayTwoFixture({ stack: stackYaml("v1.13.9", "1.37.1") });
+    f.talos.stage("w-1", "vm.swappiness: 1");
+    // The stack generated w-1's staged config (an up staged it), and its running one is the old.
+    const generated = f.ctx.workspaces.outputs.machineConfigurations.value as Record<
+      string,
+      string
+    >;
+    generated["w-1"] = f.talos.staged.get("w-1")!;
+    f.talos.byName("w-2").config = f.talos.byName("w-2").config.replace("/dev/sda", "/dev/vda");
+    assert.equal(await runCli(["drift", "staging"], f.ctx), ExitCode.drift);
+    const out = f.ctx.stdout.text;
+    assert.match(
+      out,
+      /^cp-1 +controlplane +v1\.13\.9 +1\.36\.3 \(stack: 1\.37\.1\) +same +pending$/m,
+    );
+    assert.match(
+      out,
+      /^w-1 +worker +v1\.13\.9 +1\.36\.3 \(stack: 1\.37\.1\) +1 path differs \(staged\) +pending$/m,
+    );
+    assert.match(out, /^w-2 +worker .* +1 path differs +drift$/m);
+    const summary = f.ctx.stderr.text;
+    assert.match(summary, /changed behind the program's back: w-2 \(up restores/);
+    assert.match(summary, /not the stack file's: cp-1, cp-2, cp-3, w-1, w-3 \(up converges them\)/);
+  });
+
+  it("names a node whose only difference is the stack's staged config as waiting for rollout", async () => {
+    const f = dayTwoFixture();
+    f.talos.stage("w-3", "vm.swappiness: 1");
+    const generated = f.ctx.workspaces.outputs.machineConfigurations.value as Record<
+      string,
+      string
+    >;
+    generated["w-3"] = f.talos.staged.get("w-3")!;
+    assert.equal(await runCli(["drift", "staging"], f.ctx), ExitCode.drift);
+    assert.match(f.ctx.stdout.text, /^w-3 +worker .* +staged$/m);
+    assert.match(
+      f.ctx.stderr.text,
+      /the stack's config staged, waiting for a reboot: w-3 \(rollout\)/,
     );
   });
 
