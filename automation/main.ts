@@ -4,7 +4,7 @@
 // First: on a too old Node.js this prints one line and exits before anything else loads.
 import "./nodeVersion";
 import * as os from "node:os";
-import { REPO_ROOT } from "../components/repoRoot";
+import { REPO_ROOT } from "../components/repo/root";
 import { stopChildGroups } from "./childGroups";
 import type { CliContext } from "./context";
 import { ExitCode } from "./errors";

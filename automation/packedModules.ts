@@ -29,7 +29,7 @@ import * as fs from "node:fs";
 import Module from "node:module";
 import * as path from "node:path";
 import * as vm from "node:vm";
-import { REPO_ROOT } from "../components/repoRoot";
+import { REPO_ROOT } from "../components/repo/root";
 
 /** Bumped when the pack's layout changes: older packs are then packed again. */
 const PACK_VERSION = 4;

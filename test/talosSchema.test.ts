@@ -1,4 +1,4 @@
-// The Talos machine-config schemas shipped in components/talos/schemas, and the interpreter that checks
+// The Talos machine-config schemas shipped in components/config/talosSchemas, and the interpreter that checks
 // patches against them: one schema per supported Talos minor, unchanged since it was fetched, and the
 // same verdict as ajv (a general JSON-schema validator) on the same rules.
 import Ajv2020 from "ajv/dist/2020";
@@ -14,7 +14,7 @@ import {
   shippedSchemas,
   TalosConfigSchema,
   talosConfigSchema,
-} from "../components/talos/configSchema";
+} from "../components/config/talosSchema";
 import { clusterDocuments, ConfigDocument, nodeDocuments } from "../components/talos/patches";
 import { TALOS_RELEASES } from "../components/talos/versions";
 import { mixedCluster } from "./fixtures";

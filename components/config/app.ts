@@ -5,7 +5,7 @@ import type * as pulumi from "@pulumi/pulumi";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import * as path from "node:path";
 import { z } from "zod";
-import { REPO_ROOT } from "../repoRoot";
+import { REPO_ROOT } from "../repo/root";
 import { checkPlainTextCredentials, checkTopLevelKeys, checkUrlCredential } from "./checks";
 import { CLI_KEYS } from "./keys";
 import { PARSE_OPTIONS } from "./messages";

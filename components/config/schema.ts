@@ -1,17 +1,8 @@
 // The shape of a stack file's `talos-platform:*` keys. Structure only: cross-field rules live in rules.ts.
 import { z } from "zod";
 import { ipFamily, isDnsName, isMac, parseCidr } from "../net";
+import { PLATFORMS, ROLES } from "../spec/types";
 import { parseVersion } from "../talos/versions";
-
-/** Platforms a node can run on. A new platform is a new entry here and a new node schema below. */
-export const PLATFORMS = ["proxmox", "baremetal", "oci", "openstack"] as const;
-/** One of {@link PLATFORMS}. */
-export type Platform = (typeof PLATFORMS)[number];
-
-/** Node roles. */
-export const ROLES = ["controlplane", "worker"] as const;
-/** One of {@link ROLES}. */
-export type Role = (typeof ROLES)[number];
 
 /**
  * Talos `applyMode` values a stack may ask for (rules.ts refuses those that could reboot more nodes at

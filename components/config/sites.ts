@@ -2,7 +2,7 @@
 // the rules (to report problems) and by normalization (to build the spec). No resources.
 import { ipFamily, IpFamily, parseCidr } from "../net";
 import type { RawCluster, RawNode, RawOci, RawOpenstack } from "./schema";
-import type { NodeResolvers } from "./types";
+import type { NodeResolvers } from "../spec/types";
 
 /** Talos' default service subnet is IPv4 (10.96.0.0/12). */
 const DEFAULT_SERVICE_FAMILIES: readonly IpFamily[] = [4];
@@ -122,9 +122,4 @@ export function knownSourceAddresses(node: RawNode, oci?: RawOci): string[] | un
       throw new Error(`no source addresses for ${JSON.stringify(unhandled)}`);
     }
   }
-}
-
-/** A host prefix for an address (`/32` or `/128`). */
-export function hostPrefix(address: string): string {
-  return `${address}/${ipFamily(address) === 6 ? 128 : 32}`;
 }

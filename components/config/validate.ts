@@ -2,7 +2,7 @@
 // listing every problem. Runs before any resource exists.
 import { stringify } from "yaml";
 import { z } from "zod";
-import { canonicalIp, deriveMac, hostPort, ipFamily, parseCidr } from "../net";
+import { canonicalIp, deriveMac, hostPort, hostPrefix, ipFamily, parseCidr } from "../net";
 import { DEPLOY_KEY_PLACEHOLDER, fluxHandoffPatch } from "../flux/handoff";
 import { machinePatches } from "../talos/patches";
 import { estimatedUserDataLength, userDataProblem } from "../talos/userData";
@@ -18,7 +18,6 @@ import { PARSE_OPTIONS } from "./messages";
 import { once, Problems, propertyNames } from "./problems";
 import { fqdn, IndexedNode, RuleInput, RULES } from "./rules";
 import {
-  hostPrefix,
   kubeletAddresses,
   knownSourceAddresses,
   nodeResolvers,
@@ -60,7 +59,7 @@ import type {
   ProxmoxSpec,
   ServicesSpec,
   SiteSpec,
-} from "./types";
+} from "../spec/types";
 
 /** The stack's config values, as read (objects already decoded from the stack file). */
 export interface RawStackConfig {

@@ -2,7 +2,7 @@
 // and the sync objects pointing Flux at Git (inlineManifests) when it bootstraps the cluster. After
 // that Flux owns everything in the cluster; the foundation never talks to the Kubernetes API.
 import { stringify } from "yaml";
-import type { FluxSpec } from "../config/types";
+import type { FluxSpec } from "../spec/types";
 import type { ConfigDocument } from "../talos/patches";
 
 /** Where a Flux release's install manifests are published. */

@@ -1,6 +1,6 @@
 import * as gcp from "@pulumi/gcp";
 import * as pulumi from "@pulumi/pulumi";
-import type { GcpSpec, OpenbaoSpec } from "../config/types";
+import type { GcpSpec, OpenbaoSpec } from "../spec/types";
 import { jwksFromSigningKey } from "./jwks";
 
 /** Inputs of an {@link OpenbaoUnsealKey}. */

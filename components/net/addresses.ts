@@ -47,6 +47,11 @@ export function canonicalIp(ip: string): string {
   return new URL(`http://[${ip}]/`).hostname.slice(1, -1);
 }
 
+/** A host prefix for an address (`/32` or `/128`). */
+export function hostPrefix(address: string): string {
+  return `${address}/${ipFamily(address) === 6 ? 128 : 32}`;
+}
+
 /** `host:port` with IPv6 hosts bracketed. */
 export function hostPort(host: string, port: number): string {
   return ipFamily(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;

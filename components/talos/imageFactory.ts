@@ -3,8 +3,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as talos from "@pulumiverse/talos";
 import { stringify } from "yaml";
-import type { Architecture, ImageFactorySpec } from "../config/types";
-import type { Platform } from "../config/schema";
+import type { Architecture, ImageFactorySpec, Platform } from "../spec/types";
 
 /** The schematic of the plain Talos image (no extensions, no kernel args). */
 export const VANILLA_SCHEMATIC_ID =

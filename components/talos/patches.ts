@@ -2,8 +2,8 @@
 // network document); renderPatches turns a list into the YAML strings `getConfiguration` takes.
 // Pure: no resources, no Outputs.
 import { stringify } from "yaml";
-import { hostPrefix } from "../config/sites";
-import type { ClusterSpec, NodeNetworkSpec, NodeResolvers, NodeSpec } from "../config/types";
+import { hostPrefix } from "../net/addresses";
+import type { ClusterSpec, NodeNetworkSpec, NodeResolvers, NodeSpec } from "../spec/types";
 
 /** One config document or v1alpha1 fragment. */
 export type ConfigDocument = Record<string, unknown>;

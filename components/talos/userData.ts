@@ -2,7 +2,7 @@
 // an oversized one from reaching a machine.
 // Pure, and free of the Pulumi SDK: stack-file validation uses it offline (userDataGate.ts holds the
 // check on the generated configs).
-import type { CloudNodeSpecs, NodeSpec } from "../config/types";
+import type { CloudNodeSpecs, NodeSpec } from "../spec/types";
 
 /** Each user-data platform's limit, in bytes after base64, and where it comes from. */
 export const USER_DATA_LIMITS: Readonly<

@@ -4,7 +4,7 @@
 // sections Talos deprecated out of its schema; and nothing of the cluster's identity or secrets, which
 // come from the cluster's secrets resource only.
 import { parseAllDocuments } from "yaml";
-import { talosConfigSchema, TalosConfigSchema, TalosSchemaIssue } from "../../talos/configSchema";
+import { talosConfigSchema, TalosConfigSchema, TalosSchemaIssue } from "../talosSchema";
 import { minorOf, parseVersion } from "../../talos/versions";
 import { allowedValues, typeWord } from "../messages";
 import { KeyPath, keyOf, Problems } from "../problems";

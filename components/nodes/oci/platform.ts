@@ -1,6 +1,6 @@
 import * as oci from "@pulumi/oci";
 import * as pulumi from "@pulumi/pulumi";
-import type { OciSpec } from "../../config/types";
+import type { OciSpec } from "../../spec/types";
 
 /** Inputs of an {@link OciPlatform}. */
 export interface OciPlatformArgs {

@@ -1,6 +1,6 @@
 import * as proxmoxve from "@muhlba91/pulumi-proxmoxve";
 import * as pulumi from "@pulumi/pulumi";
-import type { ProxmoxNodeSpec } from "../../config/types";
+import type { ProxmoxNodeSpec } from "../../spec/types";
 import { parseCidr } from "../../net";
 import type { ConfigDelivery, TalosMachine } from "../machine";
 import type { ProxmoxPlatform } from "./platform";

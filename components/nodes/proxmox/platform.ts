@@ -1,6 +1,6 @@
 import * as proxmoxve from "@muhlba91/pulumi-proxmoxve";
 import * as pulumi from "@pulumi/pulumi";
-import type { ProxmoxSpec } from "../../config/types";
+import type { ProxmoxSpec } from "../../spec/types";
 import { diskImageUrl, type PlatformImage } from "../../talos/imageFactory";
 import { imageFileName, PROXMOX_IMAGE_FORMATS, type ProxmoxImageFormat } from "./imageFormat";
 

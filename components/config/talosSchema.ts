@@ -1,13 +1,12 @@
 // Talos machine-config documents checked against the JSON schema Talos publishes for each release
-// (shipped in ./schemas, see its README). Pure: reads only files of this repository.
-//
-// The schemas use a small part of JSON Schema (listed in SUPPORTED below); this module interprets that
-// part directly instead of compiling the schema with a general validator, which took 0.3-1 s per Talos
-// release (ajv 8) where interpreting a patch takes well under a millisecond. A test checks that this
-// interpreter and ajv agree, and loading a schema that uses any other keyword fails loudly.
-import { existsSync, readFileSync } from "node:fs";
+// (shipped in ./talosSchemas, see its README). Pure: reads only files of this repository.
+// It interprets the small part of JSON Schema those schemas use (SUPPORTED below) rather than running
+// a general validator; a test checks that it agrees with ajv, and a schema using any other keyword
+// fails to load.
+import { readFileSync } from "node:fs";
 import * as path from "node:path";
-import { closestKey } from "../config/problems";
+import { REPO_ROOT } from "../repo/root";
+import { closestKey } from "./problems";
 
 /** A JSON-schema node. */
 type SchemaNode = Readonly<Record<string, unknown>>;
@@ -113,18 +112,9 @@ interface ManifestEntry {
   readonly deprecated: Readonly<Record<string, Readonly<Record<string, string>>>>;
 }
 
-/** The folder of the shipped schemas, wherever this module runs from (sources or a compiled copy). */
+/** The folder of the shipped schemas (not compiled: the same for sources and dist/). */
 export function schemasDir(): string {
-  for (let dir = __dirname; ; dir = path.dirname(dir)) {
-    for (const candidate of [
-      path.join(dir, "schemas"),
-      path.join(dir, "components", "talos", "schemas"),
-    ]) {
-      if (existsSync(path.join(candidate, "manifest.json"))) return candidate;
-    }
-    if (path.dirname(dir) === dir)
-      throw new Error("the Talos config schemas (components/talos/schemas) are missing");
-  }
+  return path.join(REPO_ROOT, "components", "config", "talosSchemas");
 }
 
 let manifest: Readonly<Record<string, ManifestEntry>> | undefined;
@@ -395,7 +385,7 @@ function assertSupported(schema: unknown, file: string, at = "#"): void {
   for (const [keyword, value] of Object.entries(schema)) {
     if (!SUPPORTED.has(keyword) && !ANNOTATIONS.has(keyword)) {
       throw new Error(
-        `${file}: ${at} uses the JSON-schema keyword ${keyword}, which configSchema.ts does not implement`,
+        `${file}: ${at} uses the JSON-schema keyword ${keyword}, which talosSchema.ts does not implement`,
       );
     }
     if (keyword === "properties" || keyword === "patternProperties" || keyword === "$defs") {

@@ -7,7 +7,7 @@
 // so a patch using one is told so rather than "unknown key".
 //
 // Usage (Go and the Go module proxy needed; nothing else is downloaded):
-//   node components/talos/schemas/update.mjs
+//   node components/config/talosSchemas/update.mjs
 // Then commit the changed files. Pick the newest patch of each minor the proxy serves.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";

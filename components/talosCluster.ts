@@ -1,14 +1,16 @@
+// The TalosCluster component: Talos' machine secrets, configs, bootstrap and credentials (talos/)
+// around the machines of every platform (nodes/). Above both folders because it composes them.
 import * as pulumi from "@pulumi/pulumi";
 import * as talos from "@pulumiverse/talos";
-import type { ClusterSpec, NodeSpec } from "../config/types";
-import { MachineFactory, PlatformSettings } from "../nodes/factory";
-import type { OnDestroyAction, TalosMachine } from "../nodes/machine";
-import { BootstrapGuard } from "./bootstrapGuard";
-import type { EtcdBootstrapRecord } from "./bootstrapRecord";
-import { clientCredentials, ClientCredentials, machineSecretsInput } from "./credentials";
-import { ImageCatalog } from "./imageFactory";
-import { ConfigDocument, machinePatches } from "./patches";
-import { checkUserDataSizes } from "./userDataGate";
+import { MachineFactory, PlatformSettings } from "./nodes/factory";
+import type { OnDestroyAction, TalosMachine } from "./nodes/machine";
+import type { ClusterSpec, NodeSpec } from "./spec/types";
+import { BootstrapGuard } from "./talos/bootstrapGuard";
+import type { EtcdBootstrapRecord } from "./talos/bootstrapRecord";
+import { clientCredentials, ClientCredentials, machineSecretsInput } from "./talos/credentials";
+import { ImageCatalog } from "./talos/imageFactory";
+import { ConfigDocument, machinePatches } from "./talos/patches";
+import { checkUserDataSizes } from "./talos/userDataGate";
 
 /** Inputs of a {@link TalosCluster}: validated settings, never raw config. */
 export interface TalosClusterArgs {

@@ -1,5 +1,16 @@
-// The validated, defaulted stack configuration the components receive. Built only by validate.ts.
-import type { Platform, Role } from "./schema";
+// The validated, defaulted stack configuration the components receive (built by
+// components/config/normalize.ts), and the platform and role lists. Imports nothing, so every folder
+// of components/ can use these types without depending on stack-file validation.
+
+/** Platforms a node can run on. A new platform is a new entry here and a new node schema in config. */
+export const PLATFORMS = ["proxmox", "baremetal", "oci", "openstack"] as const;
+/** One of {@link PLATFORMS}. */
+export type Platform = (typeof PLATFORMS)[number];
+
+/** Node roles. */
+export const ROLES = ["controlplane", "worker"] as const;
+/** One of {@link ROLES}. */
+export type Role = (typeof ROLES)[number];
 
 /** Apply modes for configuration changes (see docs/platforms.md, "Config changes without quorum loss"). */
 export type ApplyMode = "auto" | "no_reboot" | "reboot" | "staged" | "staged_if_needing_reboot";
