@@ -4,7 +4,7 @@
 import fc from "fast-check";
 import { strict as assert } from "node:assert";
 import { StackConfigError, validatePlatformConfig } from "../components/config";
-import { maxPerFailureDomain } from "../components/config/checks/quorum";
+import { maxPerFailureDomain } from "../components/config/rules/quorum";
 import { TALOS_RELEASES } from "../components/talos/versions";
 import { GITHUB_KNOWN_HOSTS } from "./fixtures";
 

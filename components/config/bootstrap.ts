@@ -1,6 +1,7 @@
 // The bootstrap layer's stack config: the GCP project, the state bucket and the optional secrets key.
 import { z } from "zod";
-import { checkPlainTextCredentials, checkTopLevelKeys } from "./checks";
+import { checkPlainTextCredentials } from "./rules/credentials";
+import { checkTopLevelKeys } from "./rules/keys";
 import { CLI_KEYS } from "./keys";
 import { PARSE_OPTIONS } from "./messages";
 import { once, Problems, propertyNames } from "./problems";

@@ -11,6 +11,5 @@ export * from "./keys";
 export * from "./stackValues";
 export * from "./runtimeValues";
 export * from "./messages";
-export * from "./checks";
 export * from "./runSecrets";
 export * from "./runSecretsEnv";

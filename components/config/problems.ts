@@ -1,7 +1,7 @@
 // Collecting and formatting stack-file problems in one format:
 //   `<stack-file key>: <problem>; got <value>. <fix or allowed values>`
 import type { z } from "zod";
-import { maskUrl, urlCredential } from "./checks/credentials";
+import { maskUrl, urlCredential } from "./urlCredentials";
 
 /** A path into the stack config, e.g. ["nodes", 2, "proxmox", "vmId"]. */
 export type KeyPath = readonly (string | number)[];

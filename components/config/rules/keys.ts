@@ -1,7 +1,9 @@
 // Unknown keys at the top of a project's namespace (`talos-platform:dsn`), answered with the key that
-// was probably meant, as unknown keys inside the sections are. Values are never echoed: a misspelt
-// credential key still holds a credential.
+// was probably meant. Values are never echoed: a misspelt credential key still holds a credential.
+// checkTopLevelKeys is shared with the app and bootstrap layers.
+import { FOUNDATION_KEYS } from "../keys";
 import { closestKey, Problems } from "../problems";
+import type { Rule } from "./rule";
 
 /** Records every key of `presentKeys` that is not in `knownKeys`, named with its namespace. */
 export function checkTopLevelKeys(
@@ -20,3 +22,7 @@ export function checkTopLevelKeys(
     });
   }
 }
+
+/** The foundation's namespace holds only the keys it knows. */
+export const unknownKeys: Rule = ({ project, presentKeys }, problems) =>
+  checkTopLevelKeys(project, presentKeys, FOUNDATION_KEYS, problems);

@@ -1,8 +1,11 @@
-// Sites, node addresses and per-node resolvers: pure functions of the parsed stack file, shared by
-// the rules (to report problems) and by normalization (to build the spec). No resources.
+// What a parsed stack file implies beyond what it says: a node's site, its static network and the
+// addresses it claims, its resolvers, the cluster's service families. Shared by the rules (to report
+// problems) and by normalisation (to build the spec), so both read the stack file the same way.
 import { ipFamily, IpFamily, parseCidr } from "../net";
-import type { RawCluster, RawNode, RawOci, RawOpenstack } from "./schema";
 import type { NodeResolvers } from "../spec/types";
+import type { KeyPath } from "./problems";
+import type { IndexedNode } from "./rules/rule";
+import type { RawCluster, RawNode, RawOci, RawOpenstack } from "./schema";
 
 /** Talos' default service subnet is IPv4 (10.96.0.0/12). */
 const DEFAULT_SERVICE_FAMILIES: readonly IpFamily[] = [4];
@@ -18,6 +21,14 @@ export function serviceFamilies(cluster: RawCluster | undefined): readonly IpFam
   return families.length > 0 ? [...new Set(families)] : DEFAULT_SERVICE_FAMILIES;
 }
 
+/** The CPU architecture of the OCI nodes: given, else arm64 for Ampere (A1, A2) shapes. */
+export function ociArchitecture(oci: RawOci | undefined): "amd64" | "arm64" {
+  return oci?.architecture ?? (/\.A\d\./.test(oci?.shape ?? DEFAULT_OCI_SHAPE) ? "arm64" : "amd64");
+}
+
+/** The OCI shape when the stack names none. */
+export const DEFAULT_OCI_SHAPE = "VM.Standard.A1.Flex";
+
 /** A DNS-label form of a region name (`RegionOne` → `regionone`). */
 function label(value: string): string {
   return value
@@ -27,7 +38,7 @@ function label(value: string): string {
 }
 
 /** The site a node is at when the stack names none: its platform, and for clouds the region. */
-export function defaultSite(
+function defaultSite(
   node: RawNode,
   oci: RawOci | undefined,
   openstack: RawOpenstack | undefined,
@@ -57,7 +68,7 @@ export function siteOf(
 }
 
 /** True for platforms whose network (and resolvers, NTP) the platform itself configures. */
-export function isCloud(node: RawNode): boolean {
+function isCloud(node: RawNode): boolean {
   return node.platform === "oci" || node.platform === "openstack";
 }
 
@@ -79,12 +90,56 @@ export function nodeResolvers(node: RawNode, cluster: RawCluster, site: string):
   };
 }
 
+/** The static network block, on the platforms that have one (Proxmox, bare metal). */
+export function staticNetwork(node: RawNode) {
+  return node.platform === "proxmox" || node.platform === "baremetal" ? node.network : undefined;
+}
+
 /** The static addresses of a Proxmox or bare-metal node (without prefixes). */
 export function staticAddresses(node: RawNode): string[] {
-  if (node.platform !== "proxmox" && node.platform !== "baremetal") return [];
-  return (node.network?.addresses ?? [])
+  return (staticNetwork(node)?.addresses ?? [])
     .map((a) => parseCidr(a)?.ip)
     .filter((a) => a !== undefined);
+}
+
+/** An address a node claims as its own in the stack file, and the key that gives it. */
+export interface ClaimedAddress {
+  /** The address (without prefix), as written. */
+  readonly ip: string;
+  readonly path: KeyPath;
+  /** `nodes[1].network.addresses[0]`, for messages. */
+  readonly key: string;
+}
+
+/**
+ * Every fixed address a node claims, in stack-file order: its static addresses, its bare-metal
+ * address, its OCI private IP, its OpenStack fixed IPs.
+ */
+export function claimedAddresses({ index, node }: IndexedNode): ClaimedAddress[] {
+  const owner = `nodes[${index}]`;
+  const claimed: ClaimedAddress[] = [];
+  staticNetwork(node)?.addresses.forEach((address, i) => {
+    const ip = parseCidr(address)?.ip;
+    if (ip) {
+      const path = ["nodes", index, "network", "addresses", i];
+      claimed.push({ ip, path, key: `${owner}.network.addresses[${i}]` });
+    }
+  });
+  const fixed: [string | undefined, string][] =
+    node.platform === "baremetal"
+      ? [[node.baremetal.address, "baremetal.address"]]
+      : node.platform === "oci"
+        ? [[node.oci?.privateIp, "oci.privateIp"]]
+        : node.platform === "openstack"
+          ? [
+              [node.openstack?.fixedIp, "openstack.fixedIp"],
+              [node.openstack?.fixedIp6, "openstack.fixedIp6"],
+            ]
+          : [];
+  for (const [ip, key] of fixed) {
+    if (ip) claimed.push({ ip, path: ["nodes", index, ...key.split(".")], key: `${owner}.${key}` });
+  }
+  return claimed;
 }
 
 /**
@@ -101,7 +156,7 @@ export function kubeletAddresses(addresses: readonly string[], families: readonl
  * The addresses a node is known to connect from, or undefined when one is known only once the
  * machine exists (a DHCP or public IP): firewalls of other sites let these in.
  */
-export function knownSourceAddresses(node: RawNode, oci?: RawOci): string[] | undefined {
+export function knownSourceAddresses(node: RawNode, oci: RawOci | undefined): string[] | undefined {
   switch (node.platform) {
     case "proxmox":
     case "baremetal":

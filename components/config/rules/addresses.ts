@@ -1,7 +1,8 @@
-// Addresses that cannot work: a gateway that is the node itself; a VIP that is a gateway or a subnet's
-// network or broadcast address; a node address that is its subnet's network or broadcast address; pod,
-// service and node ranges that overlap. MAC addresses must be unicast.
-import { canonicalIp, Cidr, inSubnet, parseCidr } from "../../net";
+// Node addresses that cannot work: a static network missing or without a link to configure, a gateway
+// outside the node's subnets or the node itself, a node address that is its subnet's network or
+// broadcast address, a node without an address of the cluster's primary service family, pod and
+// service ranges overlapping each other or the nodes' networks, MACs that are not unicast.
+import { canonicalIp, Cidr, inSubnet, ipFamily, parseCidr } from "../../net";
 import {
   addressRange,
   AddressRange,
@@ -10,21 +11,20 @@ import {
   rangesOverlap,
   subnetRange,
 } from "../../net/ranges";
+import { serviceFamilies, staticAddresses, staticNetwork } from "../derived";
 import { KeyPath, keyOf } from "../problems";
-import type { RawNode } from "../schema";
 import type { Rule } from "./rule";
 
+const ipv = (family: number) => `IPv${family}`;
+
 /** Talos' default pod and service subnets (pkg/machinery/constants), used when the stack sets none. */
-export const TALOS_DEFAULT_SUBNETS = {
+const TALOS_DEFAULT_SUBNETS = {
   podSubnets: "10.244.0.0/16",
   serviceSubnets: "10.96.0.0/12",
 } as const;
 
-function staticNetwork(node: RawNode) {
-  return node.platform === "proxmox" || node.platform === "baremetal" ? node.network : undefined;
-}
-
-const formatRange = (cidr: Cidr) => {
+/** A subnet written from its network address, `192.0.2.0/24` for `192.0.2.11/24`. */
+export const formatRange = (cidr: Cidr) => {
   const range = subnetRange(cidr);
   return `${cidr.family === 4 ? numberToIpv4(range.first) : cidr.ip}/${cidr.prefix}`;
 };
@@ -33,7 +33,127 @@ function numberToIpv4(n: bigint): string {
   return [24n, 16n, 8n, 0n].map((shift) => String((n >> shift) & 255n)).join(".");
 }
 
-const ROLE_WORDS = { network: "network address", broadcast: "broadcast address" } as const;
+/** How messages name the special addresses of a subnet. */
+export const ROLE_WORDS = { network: "network address", broadcast: "broadcast address" } as const;
+
+/** True for an IPv6 link-local address (fe80::/10). */
+function isLinkLocal6(ip: string): boolean {
+  return ipFamily(ip) === 6 && inSubnet(ip, { ip: "fe80::", prefix: 10, family: 6 });
+}
+
+/** A static node has a network with a link to configure, gateways on its subnets, its own address. */
+export const nodeNetworks: Rule = ({ nodes }, problems) => {
+  for (const { index, node } of nodes) {
+    const base = ["nodes", index] as const;
+    const network = staticNetwork(node);
+    if (node.platform !== "proxmox" && node.platform !== "baremetal") continue;
+    if (!network) {
+      if (node.platform === "proxmox") {
+        problems.add([...base, "network"], "required for Proxmox nodes", {
+          hint: "Give network.addresses (the VM's static address, e.g. 192.0.2.11/24) and network.gateway",
+        });
+      }
+      continue;
+    }
+    if (node.platform === "baremetal" && !network.mac && !network.interface) {
+      problems.add([...base, "network"], "name the link to configure with mac or interface", {
+        hint: "mac selects the NIC by hardware address; interface takes a name such as enp1s0",
+      });
+    }
+    const cidrs = network.addresses.map((a) => parseCidr(a)!);
+    for (const [key, family] of [
+      ["gateway", 4],
+      ["gateway6", 6],
+    ] as const) {
+      const gateway = network[key];
+      // An IPv6 router is commonly reached at its link-local address (fe80::/10), on any subnet.
+      if (family === 6 && gateway && isLinkLocal6(gateway)) continue;
+      if (gateway && !cidrs.some((c) => c.family === family && inSubnet(gateway, c))) {
+        problems.add(
+          [...base, "network", key],
+          `is outside every IPv${family} subnet of the node`,
+          {
+            got: gateway,
+            hint: `The node's addresses are ${network.addresses.join(", ")}`,
+          },
+        );
+      }
+    }
+    if (node.platform === "baremetal") {
+      const address = canonicalIp(node.baremetal.address);
+      if (!cidrs.some((c) => canonicalIp(c.ip) === address)) {
+        problems.add(
+          [...base, "baremetal", "address"],
+          "is not one of network.addresses, so the node would stop answering there once configured",
+          {
+            got: node.baremetal.address,
+            hint: "List it in network.addresses, or use the static address the node will keep",
+          },
+        );
+      }
+    }
+  }
+};
+
+/** Each node needs an address of the primary service family: its kubelet's node IP. */
+export const kubeletFamily: Rule = ({ cluster, nodes }, problems) => {
+  if (!cluster) return;
+  const [primary] = serviceFamilies(cluster);
+  for (const { index, node } of nodes) {
+    const lacks = (addresses: readonly (string | undefined)[]) =>
+      !addresses.some((a) => a !== undefined && ipFamily(a) === primary);
+    const hint = `The first of cluster.network.serviceSubnets is ${ipv(primary)}: Talos gives each kubelet a node IP of that family, and health checks find nodes by it`;
+    switch (node.platform) {
+      case "proxmox":
+        if (node.network && lacks(staticAddresses(node)))
+          problems.add(["nodes", index, "network", "addresses"], `has no ${ipv(primary)} address`, {
+            got: node.network.addresses,
+            hint,
+          });
+        break;
+      case "baremetal":
+        if (node.network && lacks(staticAddresses(node)))
+          problems.add(["nodes", index, "network", "addresses"], `has no ${ipv(primary)} address`, {
+            got: node.network.addresses,
+            hint,
+          });
+        else if (!node.network && lacks([node.baremetal.address]))
+          problems.add(
+            ["nodes", index, "baremetal", "address"],
+            `is not an ${ipv(primary)} address`,
+            {
+              got: node.baremetal.address,
+              hint: `${hint}. Give network.addresses with one`,
+            },
+          );
+        break;
+      case "oci":
+        if (primary === 6 && !node.oci?.ipv6Address)
+          problems.add(
+            ["nodes", index, "oci", "ipv6Address"],
+            "required in an IPv6-first cluster",
+            {
+              hint,
+            },
+          );
+        break;
+      case "openstack":
+        if (primary === 6 && !node.openstack?.fixedIp6)
+          problems.add(
+            ["nodes", index, "openstack", "fixedIp6"],
+            "required in an IPv6-first cluster",
+            {
+              hint,
+            },
+          );
+        break;
+      default: {
+        const unhandled: never = node;
+        throw new Error(`no kubelet rule for ${JSON.stringify(unhandled)}`);
+      }
+    }
+  }
+};
 
 /** Gateways and node addresses that are the node itself or its subnet's network or broadcast address. */
 export const nodeAddresses: Rule = ({ nodes }, problems) => {
@@ -65,48 +185,6 @@ export const nodeAddresses: Rule = ({ nodes }, problems) => {
             hint: "Use the router's address on the node's subnet",
           },
         );
-      }
-    }
-  }
-};
-
-/** The VIP is neither a gateway nor a control plane subnet's network or broadcast address. */
-export const vipAddress: Rule = ({ cluster, nodes }, problems) => {
-  const vip = cluster?.vip;
-  if (!vip) return;
-  for (const { index, node } of nodes) {
-    const network = staticNetwork(node);
-    const gatewayKey = (["gateway", "gateway6"] as const).find(
-      (key) => network?.[key] && canonicalIp(network[key]!) === canonicalIp(vip),
-    );
-    if (gatewayKey) {
-      problems.add(
-        ["cluster", "vip"],
-        `is the gateway of nodes[${index}] (network.${gatewayKey})`,
-        {
-          got: vip,
-          hint: "The VIP needs an unused address of the control planes' subnet",
-        },
-      );
-      return;
-    }
-  }
-  for (const { index, node } of nodes) {
-    if (node.role !== "controlplane") continue;
-    for (const address of staticNetwork(node)?.addresses ?? []) {
-      const cidr = parseCidr(address)!;
-      if (!inSubnet(vip, cidr)) continue;
-      const role = hostRole(vip, cidr);
-      if (role !== "host") {
-        problems.add(
-          ["cluster", "vip"],
-          `is the ${ROLE_WORDS[role]} of subnet ${formatRange(cidr)} (nodes[${index}])`,
-          {
-            got: vip,
-            hint: "The VIP needs an unused host address of the control planes' subnet",
-          },
-        );
-        return;
       }
     }
   }
@@ -220,7 +298,7 @@ export const clusterRanges: Rule = ({ cluster, nodes }, problems) => {
 };
 
 /** True for a multicast (or broadcast) MAC: the low bit of the first byte is set. */
-export function isMulticastMac(mac: string): boolean {
+function isMulticastMac(mac: string): boolean {
   return (parseInt(mac.slice(0, 2), 16) & 1) === 1;
 }
 

@@ -1,15 +1,15 @@
 // Every Talos patch of the stack file (cluster-wide, per role, per node; inline mappings and YAML
-// strings of one or more documents) checked the way Talos reads it, against the configuration schema of
-// the stack's Talos release: valid YAML, mappings, known document kinds, known keys, right types; no
-// sections Talos deprecated out of its schema; and nothing of the cluster's identity or secrets, which
-// come from the cluster's secrets resource only.
+// strings of one or more documents) checked the way Talos reads it, against the configuration schema
+// of the stack's Talos release (talosSchema.ts): valid YAML, mappings, known document kinds, known
+// keys, right types; no sections Talos deprecated out of its schema; nothing of the cluster's identity
+// or secrets, which come from the cluster's secrets resource only.
 import { parseAllDocuments } from "yaml";
-import { talosConfigSchema, TalosConfigSchema, TalosSchemaIssue } from "../talosSchema";
 import { minorOf, parseVersion } from "../../talos/versions";
 import { allowedValues, typeWord } from "../messages";
 import { KeyPath, keyOf, Problems } from "../problems";
 import { patchListSchema, RawPatch } from "../schema";
-import { checkLabels, checkTaints } from "./kubernetesSyntax";
+import { talosConfigSchema, TalosConfigSchema, TalosSchemaIssue } from "../talosSchema";
+import { checkLabels, checkTaints } from "./labels";
 import type { Rule } from "./rule";
 
 type Document = Record<string, unknown>;
@@ -253,7 +253,7 @@ function checkNodeMetadata(path: KeyPath, { document, where }: Located, problems
 }
 
 /** Checks one patch; `schema` is undefined when the stack's Talos release is unknown (reported elsewhere). */
-export function checkTalosPatch(
+function checkTalosPatch(
   path: KeyPath,
   patch: RawPatch,
   schema: TalosConfigSchema | undefined,

@@ -1,13 +1,107 @@
-// Foundation services: the Flux repository's branch, path and known_hosts; DNS records that neither
-// repeat each other nor the API endpoint's own record; the OpenBao unseal key's rotation period within
-// Cloud KMS' bounds; no credential inside a URL.
+// The foundation services around the cluster: GCP for OpenBao's unseal key and for DNS; DNS records
+// in the zone, of the right family, neither repeated nor the endpoint's own; the Flux repository's
+// branch, path, known_hosts and deploy key; the unseal key's identity and rotation within Cloud KMS'
+// bounds.
 import { createHmac } from "node:crypto";
-import { fqdn } from "../rules";
+import { fqdn, inZone, ipFamily } from "../../net";
 import { checkUrlCredential } from "./credentials";
 import type { Rule } from "./rule";
 
+/** Services have what they need: GCP, names in the DNS zone, what Flux reads an ssh:// repository with. */
+export const services: Rule = (
+  { servicesGiven, cluster, dns, flux, secretKeys, presentKeys },
+  problems,
+) => {
+  for (const key of ["openbao", "dns"]) {
+    if (servicesGiven.has(key) && !servicesGiven.has("gcp")) {
+      problems.add([key], "needs talos-platform:gcp", { hint: "Add gcp.project and gcp.region" });
+    }
+  }
+  if (
+    dns &&
+    cluster?.endpoint &&
+    !/^[\d.:]+$/.test(cluster.endpoint) &&
+    !inZone(cluster.endpoint, dns.domain)
+  ) {
+    problems.add(
+      ["cluster", "endpoint"],
+      `is not in dns.domain ${fqdn(dns.domain)}, so its record cannot be created there`,
+      {
+        got: cluster.endpoint,
+        hint: "Use a name in the zone, or leave talos-platform:dns out and manage the record elsewhere",
+      },
+    );
+  }
+  dns?.records?.forEach((record, i) => {
+    if (!inZone(record.name, dns.domain)) {
+      problems.add(["dns", "records", i, "name"], `is not in dns.domain ${fqdn(dns.domain)}`, {
+        got: record.name,
+      });
+    }
+    const family =
+      record.type === "AAAA" ? 6 : record.type === "A" || record.type === undefined ? 4 : undefined;
+    record.values.forEach((value, j) => {
+      if (family !== undefined && ipFamily(value) !== family) {
+        problems.add(["dns", "records", i, "values", j], `is not an IPv${family} address`, {
+          got: value,
+        });
+      }
+    });
+  });
+  if (flux && flux.repository.startsWith("ssh://")) {
+    if (!flux.knownHosts) {
+      problems.add(["flux", "knownHosts"], "required for an ssh:// repository", {
+        hint: "Give the Git server's known_hosts line, e.g. from `ssh-keyscan github.com`",
+      });
+    }
+    // Present in plain text is reported as such, once.
+    if (!secretKeys.has("fluxDeployKey") && !presentKeys.has("fluxDeployKey")) {
+      problems.add(["fluxDeployKey"], "required for an ssh:// repository, as a secret", {
+        hint: "Run `pulumi config set --secret fluxDeployKey < deploy_key` (the key file on standard input, not on the command line), or let the CLI resolve it (docs/credentials.md)",
+      });
+    }
+  }
+};
+
+/** The unseal key's identity has what its kind needs, and nothing another kind uses. */
+export const openbaoCredentials: Rule = (input, problems) => {
+  const openbao = input.openbao;
+  if (!openbao) return;
+  const mode = openbao.credentials ?? "serviceAccountKey";
+  if (mode === "existingKey") {
+    if (!openbao.serviceAccountEmail) {
+      problems.add(
+        ["openbao", "serviceAccountEmail"],
+        "required when openbao.credentials is existingKey",
+        {
+          hint: "The service account whose key the gcpUnsealCredentials credential holds; the program grants it the unseal roles",
+        },
+      );
+    }
+    if (!input.secretKeys.has("gcpUnsealCredentials")) {
+      problems.add(
+        ["gcpUnsealCredentials"],
+        "required as a secret when openbao.credentials is existingKey",
+        {
+          hint: "Let the CLI resolve it (Bitwarden gcp-unseal-credentials, or GCP_UNSEAL_CREDENTIALS): the key file's JSON",
+        },
+      );
+    }
+  } else if (openbao.serviceAccountEmail) {
+    problems.add(["openbao", "serviceAccountEmail"], `is only used with credentials: existingKey`, {
+      got: openbao.serviceAccountEmail,
+    });
+  }
+  if (mode !== "workloadIdentity" && openbao.kubernetesServiceAccount) {
+    problems.add(
+      ["openbao", "kubernetesServiceAccount"],
+      "is only used with credentials: workloadIdentity",
+    );
+  }
+};
+
 /** Why `branch` is not a valid Git branch name (git check-ref-format --branch), or undefined. */
-export function gitBranchProblem(branch: string): string | undefined {
+function gitBranchProblem(branch: string): string | undefined {
   if (branch.startsWith("-")) return "starts with -";
   if (branch === "@") return "is @";
   // Control characters, space and the characters Git reserves.
@@ -26,7 +120,7 @@ export function gitBranchProblem(branch: string): string | undefined {
 }
 
 /** Why `folder` is not a folder inside the repository, or undefined. */
-export function repositoryPathProblem(folder: string): string | undefined {
+function repositoryPathProblem(folder: string): string | undefined {
   if (folder.startsWith("/"))
     return "is absolute; Flux takes a folder relative to the repository root";
   if (folder.includes("\\")) return "uses \\; write folders with /";
@@ -57,7 +151,7 @@ interface KnownHost {
 }
 
 /** Parses one known_hosts line; a string says what is wrong with it. */
-export function parseKnownHostsLine(line: string): KnownHost | string {
+function parseKnownHostsLine(line: string): KnownHost | string {
   const fields = line.trim().split(/\s+/);
   const marker = fields[0]?.startsWith("@") ? fields.shift() : undefined;
   if (marker !== undefined && marker !== "@cert-authority" && marker !== "@revoked") {
@@ -82,7 +176,7 @@ function hostEntry(host: string, port: string): string {
 }
 
 /** Whether a known_hosts host pattern (plain, wildcard or hashed `|1|salt|hash`) matches `entry`. */
-export function knownHostMatches(pattern: string, entry: string): boolean {
+function knownHostMatches(pattern: string, entry: string): boolean {
   const hashed = /^\|1\|([^|]+)\|([^|]+)$/.exec(pattern);
   if (hashed) {
     const digest = createHmac("sha1", Buffer.from(hashed[1], "base64"))
@@ -191,7 +285,7 @@ export const dnsRecords: Rule = ({ dns, cluster }, problems) => {
 };
 
 /** Cloud KMS' bounds on automatic rotation: at least 24 hours, at most 876,000 hours. */
-export const KMS_ROTATION_SECONDS = { min: 24 * 3600, max: 876_000 * 3600 } as const;
+const KMS_ROTATION_SECONDS = { min: 24 * 3600, max: 876_000 * 3600 } as const;
 
 /** The OpenBao unseal key's rotation period is one Cloud KMS accepts. */
 export const openbaoRotation: Rule = ({ openbao }, problems) => {
@@ -211,31 +305,4 @@ export const openbaoRotation: Rule = ({ openbao }, problems) => {
       },
     );
   }
-};
-
-/** The Proxmox API URL carries no credential (the token is the proxmoxApiToken secret). */
-export const proxmoxEndpoint: Rule = ({ raw }, problems) => {
-  // Read from the raw value: an http:// URL fails the schema but its credential is a problem too.
-  const proxmox = raw.proxmox as { endpoint?: unknown } | undefined;
-  checkUrlCredential(
-    ["proxmox", "endpoint"],
-    proxmox?.endpoint,
-    "The API token goes in the proxmoxApiToken secret (docs/credentials.md)",
-    problems,
-  );
-};
-
-/** Somewhere to run workloads: workers, or control planes that take them. */
-export const workloadPlacement: Rule = ({ cluster, rawNodes }, problems) => {
-  if (cluster?.allowSchedulingOnControlPlanes !== false || rawNodes.length === 0) return;
-  const roles = rawNodes.map((n) => (n as { role?: unknown } | null)?.role);
-  if (roles.some((role) => role === "worker")) return;
-  problems.add(
-    ["cluster", "allowSchedulingOnControlPlanes"],
-    "is false, but the cluster has no workers, so no workload could run anywhere",
-    {
-      got: false,
-      hint: "Add workers, or leave the key out (without workers it defaults to true)",
-    },
-  );
 };

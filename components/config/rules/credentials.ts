@@ -1,15 +1,18 @@
-// Credentials must be secrets: a credential key given in plain text in a stack file is refused with
-// the command that stores it encrypted, and a URL with a password or token inside is refused. Shared by
-// the foundation, app and bootstrap layers. Values are never echoed.
+// Credentials are secrets: a credential key written in plain text in a stack file is refused with the
+// command that stores it encrypted, and so is a URL with a password or token inside. The helpers are
+// shared with the app and bootstrap layers. Values are never echoed.
 import * as path from "node:path";
+import { FOUNDATION_SECRET_KEYS } from "../keys";
 import type { KeyPath, Problems } from "../problems";
+import { urlCredential } from "../urlCredentials";
+import type { Rule } from "./rule";
 
 /**
  * `pulumi config set --secret <key>` for the stack of `stackFile` (`app/Pulumi.staging.yaml` → the
  * app folder's staging stack). Without a value on the command line Pulumi asks for it, so the secret
  * lands neither in the shell history nor in a process list.
  */
-export function configSetSecretCommand(stackFile: string, key: string): string {
+function configSetSecretCommand(stackFile: string, key: string): string {
   const dir = path.dirname(stackFile);
   const stack = /^Pulumi\.(.+)\.ya?ml$/.exec(path.basename(stackFile))?.[1];
   return [
@@ -46,38 +49,6 @@ export function checkPlainTextCredentials(
   }
 }
 
-/** Query parameters that carry a credential. */
-const SECRET_PARAMETER =
-  /token|secret|password|passwd|pwd|apikey|api_key|key|auth|signature|sig|credential/i;
-
-/** A URL with its credential parts masked, for messages; otherwise as written. */
-export function maskUrl(value: string): string {
-  return value
-    .replace(/^([a-z][a-z0-9+.-]*:\/\/)([^/?#@]*)@/i, (_, scheme: string, userinfo: string) =>
-      userinfo.includes(":") ? `${scheme}***:***@` : `${scheme}***@`,
-    )
-    .replace(/([?&])([^=&#]+)=([^&#]*)/g, (whole, separator: string, name: string) =>
-      SECRET_PARAMETER.test(decodeURIComponent(name)) ? `${separator}${name}=***` : whole,
-    );
-}
-
-/**
- * The credential a URL carries, if any: a password, any user name on http(s) (GitHub and GitLab take a
- * token there), or a query parameter named like a token. `ssh://git@host` names a user, not a secret.
- */
-export function urlCredential(value: string): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return undefined;
-  }
-  if (url.password) return "a user:password";
-  if (url.username && /^https?:$/.test(url.protocol)) return "a user name or token before the host";
-  const parameter = [...url.searchParams.keys()].find((name) => SECRET_PARAMETER.test(name));
-  return parameter ? `a ${parameter} parameter` : undefined;
-}
-
 /** Records a URL (found at `path`) that carries a credential; `fix` says where the credential goes instead. */
 export function checkUrlCredential(
   path: KeyPath,
@@ -98,3 +69,19 @@ export function checkUrlCredential(
     );
   }
 }
+
+/** The foundation's credentials are secrets, never plain text. */
+export const plainTextCredentials: Rule = ({ presentKeys, secretKeys, stackFile }, problems) =>
+  checkPlainTextCredentials(FOUNDATION_SECRET_KEYS, presentKeys, secretKeys, stackFile, problems);
+
+/** The Proxmox API URL carries no credential (the token is the proxmoxApiToken secret). */
+export const proxmoxEndpoint: Rule = ({ raw }, problems) => {
+  // Read from the raw value: an http:// URL fails the schema but its credential is a problem too.
+  const proxmox = raw.proxmox as { endpoint?: unknown } | undefined;
+  checkUrlCredential(
+    ["proxmox", "endpoint"],
+    proxmox?.endpoint,
+    "The API token goes in the proxmoxApiToken secret (docs/credentials.md)",
+    problems,
+  );
+};

@@ -1,14 +1,77 @@
-// Quorum placement: etcd keeps quorum while a majority of the control planes is up, so no single
-// failure domain may hold more than n − (⌊n/2⌋ + 1) of the n control planes (1 of 3, 2 of 5). Failure
-// domains: a Proxmox host; an OCI fault domain within its availability domain; an OpenStack compute
-// host named in the availability zone (`zone:host`). Bare-metal machines are each their own. Unpinned
-// OpenStack control planes share a Nova anti-affinity server group (openstack.controlPlaneServerGroup),
-// which then refuses two control planes pinned to one host.
+// etcd's quorum: an odd number of control planes; no failure domain holding more of them than a
+// majority can lose (1 of 3, 2 of 5) — a Proxmox host, an OCI fault domain within its availability
+// domain, an OpenStack compute host named in the zone (`zone:host`), each bare-metal machine; no two
+// anti-affine OpenStack control planes pinned to one host; no apply mode that reboots too many at once.
 import { spread } from "../../nodes/placement";
 import { KeyPath, keyOf } from "../problems";
-import type { IndexedNode } from "../rules";
 import type { RawOci } from "../schema";
-import type { Rule } from "./rule";
+import type { IndexedNode, Rule } from "./rule";
+
+/** 1, 3 or 5 control planes: etcd needs a majority, which an even count does not add to. */
+export const controlPlaneCount: Rule = ({ rawNodes }, problems) => {
+  if (rawNodes.length === 0) {
+    problems.add(["nodes"], "the cluster has no nodes", {
+      hint: "List 1, 3 or 5 control planes and any workers",
+    });
+    return;
+  }
+  const roles = rawNodes.map((n) => (n as { role?: unknown } | null)?.role);
+  // A node with a broken role is reported on its own; counting around it would only add noise.
+  if (roles.some((role) => role !== "controlplane" && role !== "worker")) return;
+  const controlPlanes = roles.filter((role) => role === "controlplane").length;
+  if (controlPlanes === 0) {
+    problems.add(["nodes"], "a cluster needs at least one control plane", {
+      got: 0,
+      hint: "Use 1, 3 or 5",
+    });
+  } else if (controlPlanes % 2 === 0) {
+    problems.add(["nodes"], "etcd needs an odd number of control planes", {
+      got: controlPlanes,
+      hint: "Use 1, 3 or 5",
+    });
+  }
+};
+
+/**
+ * No `up` may reboot more than one control plane, or more workers than the rollout setting allows, at
+ * once: `auto` and `reboot` reboot every node whose change needs it, together.
+ */
+export const applyMode: Rule = ({ cluster, rawNodes }, problems) => {
+  const mode = cluster?.applyMode;
+  if (!mode) return;
+  if (mode === "staged") {
+    problems.add(
+      ["cluster", "applyMode"],
+      "staged never takes effect on a new node: Talos keeps a staged config in maintenance mode until a reboot that never comes",
+      {
+        got: mode,
+        hint: "Use staged_if_needing_reboot (the default): new nodes take their config at once, running nodes get a change staged when it needs a reboot",
+      },
+    );
+    return;
+  }
+  if (mode !== "auto" && mode !== "reboot") return;
+  const roles = rawNodes.map((n) => (n as { role?: unknown } | null)?.role);
+  const controlPlanes = roles.filter((r) => r === "controlplane").length;
+  const workers = roles.filter((r) => r === "worker").length;
+  const maxWorkers = cluster.rollout?.maxUnavailableWorkers ?? 1;
+  const why = [
+    ...(controlPlanes > 1 ? [`${controlPlanes} control planes (etcd loses quorum)`] : []),
+    ...(workers > maxWorkers
+      ? [`${workers} workers (cluster.rollout.maxUnavailableWorkers is ${maxWorkers})`]
+      : []),
+  ];
+  if (why.length > 0) {
+    problems.add(
+      ["cluster", "applyMode"],
+      `${mode} reboots every node a change needs at the same time: here up to ${why.join(" and ")}`,
+      {
+        got: mode,
+        hint: "Use staged_if_needing_reboot (the default) and reboot staged nodes with `npm run platform -- rollout <env>`, or no_reboot",
+      },
+    );
+  }
+};
 
 /** How many of `n` control planes one failure domain may hold without costing quorum. */
 export function maxPerFailureDomain(n: number): number {

@@ -1,15 +1,15 @@
-// Kubernetes' syntax for node label keys and values and for taints, as Talos checks them before it
-// applies a machine config (pkg/machinery/labels in Talos). Pure.
+// Node labels and taints in Kubernetes' syntax, as Talos checks them before it applies a machine
+// config (pkg/machinery/labels in Talos). checkLabels and checkTaints serve the patches rule too.
 import type { KeyPath, Problems } from "../problems";
 import type { Rule } from "./rule";
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const QUALIFIED_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 /** The taint effects Kubernetes knows. */
-export const TAINT_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"] as const;
+const TAINT_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"] as const;
 
 /** Why `key` is not a valid label (or taint) key, or undefined when it is. */
-export function labelKeyProblem(key: string): string | undefined {
+function labelKeyProblem(key: string): string | undefined {
   const parts = key.split("/");
   if (parts.length > 2) return "has more than one /";
   const [prefix, name] = parts.length === 2 ? parts : [undefined, parts[0]];
@@ -26,7 +26,7 @@ export function labelKeyProblem(key: string): string | undefined {
 }
 
 /** Why `value` is not a valid label value, or undefined when it is (the empty value is valid). */
-export function labelValueProblem(value: string): string | undefined {
+function labelValueProblem(value: string): string | undefined {
   if (value.length > 63) return "is longer than 63 characters";
   if (value !== "" && !QUALIFIED_NAME.test(value))
     return "must be letters, digits, '-', '_' or '.' starting and ending with a letter or digit";
@@ -34,7 +34,7 @@ export function labelValueProblem(value: string): string | undefined {
 }
 
 /** Why a Talos taint value (`value:Effect` or `Effect`) is invalid, or undefined when it is valid. */
-export function taintValueProblem(value: string): string | undefined {
+function taintValueProblem(value: string): string | undefined {
   const colon = value.indexOf(":");
   const [label, effect] =
     colon < 0 ? [undefined, value] : [value.slice(0, colon), value.slice(colon + 1)];
