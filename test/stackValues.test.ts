@@ -3,14 +3,10 @@
 import * as pulumi from "@pulumi/pulumi";
 import { strict as assert } from "node:assert";
 import { parse } from "yaml";
-import {
-  decodeConfigValue,
-  isSecretConfigKey,
-  runtimeStackValues,
-  stackFileValues,
-  StackConfigError,
-  validatePlatformConfig,
-} from "../components/config";
+import { StackConfigError } from "../components/config/problems";
+import { isSecretConfigKey, runtimeStackValues } from "../components/config/runtimeValues";
+import { decodeConfigValue, stackFileValues } from "../components/config/stackValues";
+import { validatePlatformConfig } from "../components/config/validate";
 import { proxmoxCluster } from "./fixtures";
 import { setupRun } from "./harness";
 

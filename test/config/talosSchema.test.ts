@@ -1,23 +1,23 @@
-// The Talos machine-config schemas shipped in components/config/talosSchemas, and the interpreter that checks
-// patches against them: one schema per supported Talos minor, unchanged since it was fetched, and the
-// same verdict as ajv (a general JSON-schema validator) on the same rules.
+// components/config/talosSchema.ts and the schemas it reads (talosSchemas/): one schema per supported
+// Talos minor, unchanged since it was fetched, and the same verdict as ajv (a general JSON-schema
+// validator) on the same rules. How the patches rule words its issues: rules/patches.test.ts.
 import Ajv2020 from "ajv/dist/2020";
 import fc from "fast-check";
 import { strict as assert } from "node:assert";
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
-import { StackConfigError, validatePlatformConfig } from "../components/config";
+import { validatePlatformConfig } from "../../components/config/validate";
 import {
   SCHEMA_CORRECTIONS,
   schemasDir,
   shippedSchemas,
   TalosConfigSchema,
   talosConfigSchema,
-} from "../components/config/talosSchema";
-import { clusterDocuments, ConfigDocument, nodeDocuments } from "../components/talos/patches";
-import { TALOS_RELEASES } from "../components/talos/versions";
-import { mixedCluster } from "./fixtures";
+} from "../../components/config/talosSchema";
+import { clusterDocuments, ConfigDocument, nodeDocuments } from "../../components/talos/patches";
+import { TALOS_RELEASES } from "../../components/talos/versions";
+import { mixedCluster } from "../fixtures";
 
 const MINORS = TALOS_RELEASES.map((release) => release.minor);
 
@@ -206,49 +206,6 @@ describe("Talos patch documents against the schema", () => {
         },
       ),
       { numRuns: 300 },
-    );
-  });
-
-  it("takes $patch: delete directives, which Talos applies before decoding", () => {
-    const values: any = mixedCluster();
-    values.cluster.patches = {
-      all: [
-        { machine: { network: { $patch: "delete" } } },
-        "machine:\n  certSANs:\n    - $patch: delete\n      value: x\n",
-      ],
-    };
-    assert.doesNotThrow(() => validatePlatformConfig(values, "Pulumi.test.yaml"));
-  });
-
-  it("refuses the same document twice in one patch, as Talos does", () => {
-    const values: any = mixedCluster();
-    values.nodes[0].patches = [
-      "apiVersion: v1alpha1\nkind: LinkConfig\nname: net0\nmtu: 1500\n---\napiVersion: v1alpha1\nkind: LinkConfig\nname: net0\nmtu: 9000\n",
-    ];
-    assert.throws(
-      () => validatePlatformConfig(values, "Pulumi.test.yaml"),
-      (error: StackConfigError) => {
-        assert.deepEqual(error.problems, [
-          'nodes[0].patches[0]: in document 2 (LinkConfig "net0"), repeats the LinkConfig "net0" document of the same patch. Talos refuses a patch with the same document twice; merge them',
-        ]);
-        return true;
-      },
-    );
-  });
-
-  it("checks patches against the stack's own Talos release", () => {
-    const values: any = mixedCluster();
-    values.cluster.talosVersion = "v1.14.1";
-    values.cluster.kubernetesVersion = "1.37.0";
-    values.cluster.patches = { all: [{ machine: { nodeLabels: { a: "b" } } }] };
-    assert.throws(
-      () => validatePlatformConfig(values, "Pulumi.test.yaml"),
-      (error: StackConfigError) => {
-        assert.deepEqual(error.problems, [
-          "cluster.patches.all[0]: sets machine.nodeLabels, which Talos 1.14 has deprecated (it is not in its configuration schema). Talos: use `KubeNodeConfig` instead.",
-        ]);
-        return true;
-      },
     );
   });
 });

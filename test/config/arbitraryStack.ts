@@ -1,12 +1,12 @@
-// Property: valid stacks of varied shapes (1, 3 or 5 control planes on Proxmox or bare metal, workers
-// on every platform, IPv4 and IPv6, a VIP or not, labels, patches, foundation services, every supported
-// Talos release) pass validation; one mutation of any of them fails, naming the key it broke.
+// Valid foundation stack files of varied shapes, for property tests: 1, 3 or 5 control planes on
+// Proxmox or bare metal, workers on every platform, IPv4 and IPv6, a VIP or not, labels, patches,
+// foundation services, every supported Talos release. Each rules test breaks them its own ways.
 import fc from "fast-check";
 import { strict as assert } from "node:assert";
-import { StackConfigError, validatePlatformConfig } from "../components/config";
-import { maxPerFailureDomain } from "../components/config/rules/quorum";
-import { TALOS_RELEASES } from "../components/talos/versions";
-import { GITHUB_KNOWN_HOSTS } from "./fixtures";
+import { StackConfigError } from "../../components/config/problems";
+import { validatePlatformConfig } from "../../components/config/validate";
+import { TALOS_RELEASES } from "../../components/talos/versions";
+import { GITHUB_KNOWN_HOSTS } from "../fixtures";
 
 type Platform = "proxmox" | "baremetal" | "oci" | "openstack";
 
@@ -51,7 +51,8 @@ const LABELS = [
   { "example.net/pool": "a.b_c-d" },
 ];
 
-const shape: fc.Arbitrary<Shape> = fc.record({
+/** Stacks of varied shapes. */
+export const shape: fc.Arbitrary<Shape> = fc.record({
   controlPlanes: fc.constantFrom(1, 3, 5).chain((n) =>
     fc.array(fc.constantFrom("proxmox" as const, "baremetal" as const), {
       minLength: n,
@@ -82,7 +83,7 @@ const shape: fc.Arbitrary<Shape> = fc.record({
 const hex = (n: number) => n.toString(16).padStart(2, "0");
 
 /** A stack file's values (plus the secret and present keys) of a given shape. */
-function build(s: Shape): any {
+export function build(s: Shape): any {
   const release = TALOS_RELEASES[s.release];
   const minor = minorNumber(release.minor);
   const nodes: any[] = [];
@@ -213,7 +214,8 @@ function build(s: Shape): any {
   return values;
 }
 
-function problems(values: any): readonly string[] {
+/** The problems validation reports for `values` (none when valid). */
+export function problems(values: any): readonly string[] {
   try {
     validatePlatformConfig(values, "Pulumi.test.yaml");
     return [];
@@ -224,113 +226,12 @@ function problems(values: any): readonly string[] {
 }
 
 /** A change that breaks one rule, and the key the problem must name; undefined where it does not apply. */
-type Mutation = (values: any) => string | undefined;
+export type Mutation = (values: any) => string | undefined;
 
-const staticIndexes = (values: any) =>
-  values.nodes
-    .map((n: any, i: number) => (n.network ? i : -1))
-    .filter((i: number) => i >= 0) as number[];
-
-const MUTATIONS: Record<string, Mutation> = {
-  "more control planes on one Proxmox host than quorum allows": (v) => {
-    const cps = v.nodes
-      .map((n: any, i: number) => (n.role === "controlplane" && n.platform === "proxmox" ? i : -1))
-      .filter((i: number) => i >= 0);
-    const total = v.nodes.filter((n: any) => n.role === "controlplane").length;
-    const allowed = maxPerFailureDomain(total);
-    if (total < 3 || cps.length < allowed + 1) return undefined;
-    const moved = cps.slice(1, allowed + 1);
-    for (const i of moved) v.nodes[i].proxmox.host = v.nodes[cps[0]].proxmox.host;
-    return `nodes[${moved[moved.length - 1]}].proxmox.host`;
-  },
-  "a patch with an unknown key": (v) => {
-    v.nodes[0].patches = [{ machine: { certSANz: ["x"] } }];
-    return "nodes[0].patches[0]";
-  },
-  "a patch of an unknown kind": (v) => {
-    v.nodes.at(-1).patches = ["apiVersion: v1alpha1\nkind: BogusConfig\n"];
-    return `nodes[${v.nodes.length - 1}].patches[0]`;
-  },
-  "a patch setting the cluster secret": (v) => {
-    const all = v.cluster.patches?.all ?? [];
-    v.cluster.patches = { all: [...all, { cluster: { secret: "c2VjcmV0" } }] };
-    return `cluster.patches.all[${all.length}]`;
-  },
-  "a credential in plain text": (v) => {
-    v.presentKeys.add("ociPrivateKey");
-    return "ociPrivateKey";
-  },
-  "an unknown top-level key": (v) => {
-    v.presentKeys.add("nodez");
-    return "talos-platform:nodez";
-  },
-  "a gateway that is the node's own address": (v) => {
-    const i = staticIndexes(v)[0];
-    v.nodes[i].network.gateway = v.nodes[i].network.addresses[0].split("/")[0];
-    return `nodes[${i}].network.gateway`;
-  },
-  "a node address that is the broadcast address": (v) => {
-    const i = staticIndexes(v).at(-1)!;
-    v.nodes[i].network.addresses[0] = "192.0.2.255/24";
-    return `nodes[${i}].network.addresses[0]`;
-  },
-  "a multicast MAC": (v) => {
-    const i = staticIndexes(v).at(-1)!;
-    v.nodes[i].network.mac = "03:00:00:00:00:99";
-    return `nodes[${i}].network.mac`;
-  },
-  "a label key Kubernetes refuses": (v) => {
-    v.nodes[0].labels = { "-bad": "x" };
-    return "nodes[0].labels";
-  },
-  "a pod subnet over the nodes' network": (v) => {
-    v.cluster.network.podSubnets = ["192.0.2.0/26"];
-    return "cluster.network.podSubnets[0]";
-  },
-  "no workers and no scheduling on control planes": (v) => {
-    if (v.nodes.some((n: any) => n.role === "worker")) return undefined;
-    v.cluster.allowSchedulingOnControlPlanes = false;
-    return "cluster.allowSchedulingOnControlPlanes";
-  },
-  "a VIP that is the gateway": (v) => {
-    if (!v.cluster.vip) return undefined;
-    v.cluster.vip = "192.0.2.1";
-    return "cluster.vip";
-  },
-  "a Proxmox endpoint over http": (v) => {
-    if (!v.proxmox) return undefined;
-    v.proxmox.endpoint = "http://pve1.example.net:8006/";
-    return "proxmox.endpoint";
-  },
-  "a Flux branch that is no Git ref": (v) => {
-    if (!v.flux) return undefined;
-    v.flux.branch = "a..b";
-    return "flux.branch";
-  },
-  "a DNS record given twice": (v) => {
-    if (!v.dns) return undefined;
-    v.dns.records.push({ ...v.dns.records[0] });
-    return "dns.records[1].name";
-  },
-  "an unseal key rotating every minute": (v) => {
-    if (!v.openbao) return undefined;
-    v.openbao.rotationPeriod = "60s";
-    return "openbao.rotationPeriod";
-  },
-};
-
-describe("stack-file checks (property)", () => {
-  it("accepts valid stacks of varied shapes", () => {
-    fc.assert(
-      fc.property(shape, (s) => {
-        assert.deepEqual(problems(build(s)), []);
-      }),
-      { numRuns: 300 },
-    );
-  });
-
-  for (const [name, mutate] of Object.entries(MUTATIONS)) {
-    it(`refuses ${name}, naming the key`, () => {
+/** For each mutation, a property: applied to any valid stack it applies to, a problem names the key. */
+export function itRefusesMutations(mutations: Readonly<Record<string, Mutation>>): void {
+  for (const [name, mutate] of Object.entries(mutations)) {
+    it(`refuses ${name}, naming the key (property)`, () => {
       let applied = 0;
       fc.assert(
         fc.property(shape, (s) => {
@@ -349,4 +250,10 @@ describe("stack-file checks (property)", () => {
       assert.ok(applied > 0, "the mutation applied to some generated stacks");
     });
   }
-});
+}
+
+/** The node indexes with a static network. */
+export const staticIndexes = (values: any) =>
+  values.nodes
+    .map((n: any, i: number) => (n.network ? i : -1))
+    .filter((i: number) => i >= 0) as number[];
