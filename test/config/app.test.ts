@@ -27,7 +27,7 @@ describe("app layer validation", () => {
     assert.deepEqual(
       problemsOf((v) => (v.openbaoToken = "FAKE-SECRET-token"), new Set(["grafanaAuth"])),
       [
-        "openbaoToken: is a credential written in plain text in the stack file (value not shown). Store it encrypted: run `pulumi config set --secret openbaoToken --stack staging --cwd app` and enter the value when asked, or leave it out and let the CLI supply it (docs/credentials.md)",
+        "openbaoToken: is a credential in plain text (value not shown). Run `pulumi config set --secret openbaoToken --stack staging --cwd app` and enter it when asked, or leave it out for the CLI to supply (docs/credentials.md)",
       ],
     );
   });
@@ -39,8 +39,8 @@ describe("app layer validation", () => {
         v.grafana.dataSources[0].url = "http://admin:FAKE-SECRET@prometheus.monitoring.svc:9090";
       }),
       [
-        'openbao.address: carries a credential in the URL (a token parameter), which would be stored in plain text; got "https://openbao.staging.example.net/?token=***". Give the bare URL; the token is the openbaoToken secret (docs/credentials.md)',
-        'grafana.dataSources[0].url: carries a credential in the URL (a user:password), which would be stored in plain text; got "http://***:***@prometheus.monitoring.svc:9090". Give the bare URL and let the data source authenticate another way',
+        'openbao.address: carries a credential (a token parameter), which would be stored in plain text; got "https://openbao.staging.example.net/?token=***". Give the bare URL; the token is the openbaoToken secret (docs/credentials.md)',
+        'grafana.dataSources[0].url: carries a credential (a user:password), which would be stored in plain text; got "http://***:***@prometheus.monitoring.svc:9090". Give the bare URL and let the data source authenticate another way',
       ],
     );
   });

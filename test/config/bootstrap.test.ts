@@ -28,7 +28,7 @@ describe("bootstrap layer validation", () => {
       }),
       [
         "talos-platform-bootstrap:statebucket: unknown key. Did you mean talos-platform-bootstrap:stateBucket?",
-        "gcpCredentials: is a credential written in plain text in the stack file (value not shown). Store it encrypted: run `pulumi config set --secret gcpCredentials --stack shared --cwd bootstrap` and enter the value when asked, or leave it out and let the CLI supply it (docs/credentials.md)",
+        "gcpCredentials: is a credential in plain text (value not shown). Run `pulumi config set --secret gcpCredentials --stack shared --cwd bootstrap` and enter it when asked, or leave it out for the CLI to supply (docs/credentials.md)",
         "stateBucket: required",
       ],
     );

@@ -102,7 +102,7 @@ export const kubeletFamily: Rule = ({ cluster, nodes }, problems) => {
   for (const { index, node } of nodes) {
     const lacks = (addresses: readonly (string | undefined)[]) =>
       !addresses.some((a) => a !== undefined && ipFamily(a) === primary);
-    const hint = `The first of cluster.network.serviceSubnets is ${ipv(primary)}: Talos gives each kubelet a node IP of that family, and health checks find nodes by it`;
+    const hint = `Each kubelet needs a node IP of the first service subnet's family, ${ipv(primary)}`;
     switch (node.platform) {
       case "proxmox":
         if (node.network && lacks(staticAddresses(node)))

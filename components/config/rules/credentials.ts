@@ -36,15 +36,9 @@ export function checkPlainTextCredentials(
 ): void {
   for (const key of credentialKeys) {
     if (presentKeys.has(key) && !secretKeys.has(key)) {
-      problems.add(
-        [key],
-        "is a credential written in plain text in the stack file (value not shown)",
-        {
-          hint:
-            `Store it encrypted: run \`${configSetSecretCommand(stackFile, key)}\` and enter the value when asked, ` +
-            "or leave it out and let the CLI supply it (docs/credentials.md)",
-        },
-      );
+      problems.add([key], "is a credential in plain text (value not shown)", {
+        hint: `Run \`${configSetSecretCommand(stackFile, key)}\` and enter it when asked, or leave it out for the CLI to supply (docs/credentials.md)`,
+      });
     }
   }
 }
@@ -61,7 +55,7 @@ export function checkUrlCredential(
   if (credential) {
     problems.add(
       path,
-      `carries a credential in the URL (${credential}), which would be stored in plain text`,
+      `carries a credential (${credential}), which would be stored in plain text`,
       {
         got: value,
         hint: fix,

@@ -34,10 +34,10 @@ export const proxmoxImage: Rule = ({ proxmox, secretKeys }, problems) => {
   if (PROXMOX_IMAGE_FORMATS[format].needsSsh && !proxmox.ssh) {
     problems.add(
       ["proxmox", "imageFormat"],
-      "is decompressed by Proxmox into an iso-content file, which the provider can only import over SSH",
+      "becomes iso content on Proxmox, which the provider imports only over SSH",
       {
         got: format,
-        hint: "Add proxmox.ssh (username, and agent: true or the proxmoxSshPrivateKey credential), or use qcow2 or raw (Proxmox VE 8.4 or newer, no SSH)",
+        hint: "Add proxmox.ssh, or use qcow2 or raw (Proxmox VE 8.4+; docs/platforms.md, Proxmox: the image path)",
       },
     );
   }

@@ -3,7 +3,7 @@
 // domain, an OpenStack compute host named in the zone (`zone:host`), each bare-metal machine; no two
 // anti-affine OpenStack control planes pinned to one host; no apply mode that reboots too many at once.
 import { spread } from "../../nodes/placement";
-import { KeyPath, keyOf } from "../problems";
+import type { KeyPath } from "../problems";
 import type { RawOci } from "../schema";
 import type { IndexedNode, Rule } from "./rule";
 
@@ -42,10 +42,10 @@ export const applyMode: Rule = ({ cluster, rawNodes }, problems) => {
   if (mode === "staged") {
     problems.add(
       ["cluster", "applyMode"],
-      "staged never takes effect on a new node: Talos keeps a staged config in maintenance mode until a reboot that never comes",
+      "never takes effect on a new node, which keeps a staged config in maintenance mode",
       {
         got: mode,
-        hint: "Use staged_if_needing_reboot (the default): new nodes take their config at once, running nodes get a change staged when it needs a reboot",
+        hint: 'Use staged_if_needing_reboot, the default (docs/platforms.md, "Config changes without quorum loss")',
       },
     );
     return;
@@ -64,10 +64,10 @@ export const applyMode: Rule = ({ cluster, rawNodes }, problems) => {
   if (why.length > 0) {
     problems.add(
       ["cluster", "applyMode"],
-      `${mode} reboots every node a change needs at the same time: here up to ${why.join(" and ")}`,
+      `reboots every node a change needs at once: here up to ${why.join(" and ")}`,
       {
         got: mode,
-        hint: "Use staged_if_needing_reboot (the default) and reboot staged nodes with `npm run platform -- rollout <env>`, or no_reboot",
+        hint: "Use staged_if_needing_reboot (the default) and `npm run platform -- rollout <env>`, or no_reboot",
       },
     );
   }
@@ -165,12 +165,12 @@ export const quorumPlacement: Rule = ({ nodes, oci }, problems) => {
   for (const [domain, placed] of byDomain) {
     if (placed.length <= allowed) continue;
     const last = placed[placed.length - 1];
+    const moved = placed.length - allowed;
     problems.add(
       last.key,
-      `${placed.map((p) => keyOf(p.key)).join(", ")} put ${placed.length} of the ${count} control planes on ${domain}; ` +
-        "losing it would lose etcd quorum",
+      `puts ${placed.length} of the ${count} control planes (${placed.map((p) => `nodes[${p.index}]`).join(", ")}) on ${domain}, whose loss would lose etcd quorum`,
       {
-        hint: `At most ${allowed} of ${count} control planes may share a failure domain: move ${placed.length - allowed === 1 ? "one" : placed.length - allowed} of them elsewhere`,
+        hint: `Move ${moved === 1 ? "one" : moved} elsewhere: at most ${allowed} of ${count} may share a failure domain`,
       },
     );
   }
@@ -196,10 +196,10 @@ export const openstackAntiAffinity: Rule = ({ nodes, openstack }, problems) => {
     }
     problems.add(
       ["nodes", index, "openstack", "availabilityZone"],
-      `pins a second control plane to OpenStack host ${host} (nodes[${first}] is there), which the control planes' anti-affinity server group forbids; Nova would not schedule it`,
+      `pins a second control plane to OpenStack host ${host}, where nodes[${first}] is: anti-affinity forbids it`,
       {
         got: zone,
-        hint: "Pin it to another host, or set openstack.controlPlaneServerGroup to soft-anti-affinity",
+        hint: "Pin it to another host, or set openstack.controlPlaneServerGroup: soft-anti-affinity",
       },
     );
   }

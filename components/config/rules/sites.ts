@@ -20,7 +20,7 @@ export const connectivity: Rule = (input, problems) => {
       ["cluster", "network", "connectivity"],
       `required because the nodes are at ${sites.length} sites (${sites.join(", ")})`,
       {
-        hint: "Use kubespan (a WireGuard mesh between the nodes, UDP 51820) or routed (node addresses reach each other, e.g. over public IPv6); see docs/platforms.md, Sites",
+        hint: "Use kubespan (a WireGuard mesh, UDP 51820) or routed (the node addresses reach each other); see docs/platforms.md, Sites",
       },
     );
   }
@@ -57,8 +57,8 @@ export const routedSites: Rule = (input, problems) => {
       if (unknown) {
         problems.add(
           ["cluster", "sites", site, "cidrs"],
-          `required because nodes[${unknown.entry.index}] connects from an address known only once it exists, and the OpenStack security group must let this site in`,
-          { hint: "List the prefixes this site's nodes connect from, e.g. [2001:db8:200::/56]" },
+          `required: nodes[${unknown.entry.index}] connects from an address known only once it exists, and the OpenStack security group must let this site in`,
+          { hint: "List the prefixes its nodes connect from, e.g. [2001:db8:200::/56]" },
         );
       }
     }
@@ -74,10 +74,10 @@ export const routedSites: Rule = (input, problems) => {
     if (publicIp && remote && !node.oci?.ipv6Address) {
       problems.add(
         ["nodes", index, "oci", "assignPublicIp"],
-        "its kubelet reports the private VNIC address, which control planes at other sites cannot reach (the public IPv4 is NAT, not on the node)",
+        "its kubelet reports the private VNIC address, which control planes at other sites cannot reach (the public IPv4 is NAT)",
         {
           got: true,
-          hint: "Give it oci.ipv6Address (routed over IPv6), or use cluster.network.connectivity: kubespan",
+          hint: "Give it oci.ipv6Address, or use cluster.network.connectivity: kubespan",
         },
       );
     }

@@ -87,7 +87,7 @@ function oneSite(vip: string, { nodes, oci, openstack }: RuleInput, problems: Pr
       `a layer-2 VIP cannot span sites, and the control planes are at ${sites.join(", ")}`,
       {
         got: vip,
-        hint: "Drop cluster.vip and give cluster.endpoint a DNS name (talos-platform:dns can point it at the control planes) or a load balancer you run",
+        hint: "Drop it and give cluster.endpoint a DNS name or a load balancer (docs/platforms.md, Sites)",
       },
     );
   }

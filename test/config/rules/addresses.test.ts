@@ -127,7 +127,7 @@ const cases: RuleCase[] = [
       delete v.nodes[4].network.gateway;
     },
     problems: [
-      'nodes[4].network.addresses: has no IPv4 address; got ["2001:db8::31/64"]. The first of cluster.network.serviceSubnets is IPv4: Talos gives each kubelet a node IP of that family, and health checks find nodes by it',
+      'nodes[4].network.addresses: has no IPv4 address; got ["2001:db8::31/64"]. Each kubelet needs a node IP of the first service subnet\'s family, IPv4',
     ],
   },
 ];

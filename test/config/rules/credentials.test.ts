@@ -8,7 +8,7 @@ const cases: RuleCase[] = [
     base: proxmoxCluster,
     broken: (v) => (v.proxmoxApiToken = "root@pam!pulumi=FAKE-SECRET-token"),
     problems: [
-      "proxmoxApiToken: is a credential written in plain text in the stack file (value not shown). Store it encrypted: run `pulumi config set --secret proxmoxApiToken --stack test` and enter the value when asked, or leave it out and let the CLI supply it (docs/credentials.md)",
+      "proxmoxApiToken: is a credential in plain text (value not shown). Run `pulumi config set --secret proxmoxApiToken --stack test` and enter it when asked, or leave it out for the CLI to supply (docs/credentials.md)",
     ],
   },
   {
@@ -16,7 +16,7 @@ const cases: RuleCase[] = [
     base: proxmoxCluster,
     broken: (v) => (v.proxmox.endpoint = "https://root:FAKE-SECRET@pve1.example.net:8006/"),
     problems: [
-      'proxmox.endpoint: carries a credential in the URL (a user:password), which would be stored in plain text; got "https://***:***@pve1.example.net:8006/". The API token goes in the proxmoxApiToken secret (docs/credentials.md)',
+      'proxmox.endpoint: carries a credential (a user:password), which would be stored in plain text; got "https://***:***@pve1.example.net:8006/". The API token goes in the proxmoxApiToken secret (docs/credentials.md)',
     ],
     valid: (v) => (v.proxmox.endpoint = "https://pve1.example.net:8006/"),
   },

@@ -16,7 +16,7 @@ const cases: RuleCase[] = [
     base: proxmoxCluster,
     broken: (v) => (v.proxmox.imageFormat = "raw.zst"),
     problems: [
-      'proxmox.imageFormat: is decompressed by Proxmox into an iso-content file, which the provider can only import over SSH; got "raw.zst". Add proxmox.ssh (username, and agent: true or the proxmoxSshPrivateKey credential), or use qcow2 or raw (Proxmox VE 8.4 or newer, no SSH)',
+      'proxmox.imageFormat: becomes iso content on Proxmox, which the provider imports only over SSH; got "raw.zst". Add proxmox.ssh, or use qcow2 or raw (Proxmox VE 8.4+; docs/platforms.md, Proxmox: the image path)',
     ],
   },
   {

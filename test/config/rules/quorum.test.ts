@@ -31,7 +31,7 @@ function ociControlPlanes(): StackValues {
 
 /** What Nova's anti-affinity makes of a second control plane pinned to compute-1. */
 const ANTI_AFFINITY_COMPUTE_1 = (index: number) =>
-  `nodes[${index}].openstack.availabilityZone: pins a second control plane to OpenStack host compute-1 (nodes[0] is there), which the control planes' anti-affinity server group forbids; Nova would not schedule it; got "nova:compute-1". Pin it to another host, or set openstack.controlPlaneServerGroup to soft-anti-affinity`;
+  `nodes[${index}].openstack.availabilityZone: pins a second control plane to OpenStack host compute-1, where nodes[0] is: anti-affinity forbids it; got "nova:compute-1". Pin it to another host, or set openstack.controlPlaneServerGroup: soft-anti-affinity`;
 
 /** Three OpenStack control planes pinned to compute hosts (`zone:host`). */
 function openstackControlPlanes(): StackValues {
@@ -54,7 +54,7 @@ const cases: RuleCase[] = [
     base: proxmoxCluster,
     broken: (v) => (v.nodes[2].proxmox.host = "pve1"),
     problems: [
-      "nodes[2].proxmox.host: nodes[0].proxmox.host, nodes[2].proxmox.host put 2 of the 3 control planes on Proxmox host pve1; losing it would lose etcd quorum. At most 1 of 3 control planes may share a failure domain: move one of them elsewhere",
+      "nodes[2].proxmox.host: puts 2 of the 3 control planes (nodes[0], nodes[2]) on Proxmox host pve1, whose loss would lose etcd quorum. Move one elsewhere: at most 1 of 3 may share a failure domain",
     ],
     // Five control planes may put two on one host.
     valid: (v) => {
@@ -74,7 +74,7 @@ const cases: RuleCase[] = [
     base: ociControlPlanes,
     broken: (v) => (v.nodes[1].oci.faultDomain = "FAULT-DOMAIN-1"),
     problems: [
-      "nodes[1].oci.faultDomain: nodes[0], nodes[1].oci.faultDomain put 2 of the 3 control planes on OCI fault domain FAULT-DOMAIN-1 of Uocm:EU-FRANKFURT-1-AD-1; losing it would lose etcd quorum. At most 1 of 3 control planes may share a failure domain: move one of them elsewhere",
+      "nodes[1].oci.faultDomain: puts 2 of the 3 control planes (nodes[0], nodes[1]) on OCI fault domain FAULT-DOMAIN-1 of Uocm:EU-FRANKFURT-1-AD-1, whose loss would lose etcd quorum. Move one elsewhere: at most 1 of 3 may share a failure domain",
     ],
     valid: (v) => (v.nodes[1].oci.faultDomain = "FAULT-DOMAIN-2"),
   },
@@ -83,7 +83,7 @@ const cases: RuleCase[] = [
     base: openstackControlPlanes,
     broken: (v) => (v.nodes[2].openstack.availabilityZone = "nova:compute-1"),
     problems: [
-      "nodes[2].openstack.availabilityZone: nodes[0].openstack.availabilityZone, nodes[2].openstack.availabilityZone put 2 of the 3 control planes on OpenStack host compute-1; losing it would lose etcd quorum. At most 1 of 3 control planes may share a failure domain: move one of them elsewhere",
+      "nodes[2].openstack.availabilityZone: puts 2 of the 3 control planes (nodes[0], nodes[2]) on OpenStack host compute-1, whose loss would lose etcd quorum. Move one elsewhere: at most 1 of 3 may share a failure domain",
       ANTI_AFFINITY_COMPUTE_1(2),
     ],
     valid: (v) => (v.nodes[2].openstack.availabilityZone = "nova"),
@@ -128,7 +128,7 @@ const cases: RuleCase[] = [
     base: proxmoxCluster,
     broken: (v) => (v.cluster.applyMode = "staged"),
     problems: [
-      'cluster.applyMode: staged never takes effect on a new node: Talos keeps a staged config in maintenance mode until a reboot that never comes; got "staged". Use staged_if_needing_reboot (the default): new nodes take their config at once, running nodes get a change staged when it needs a reboot',
+      'cluster.applyMode: never takes effect on a new node, which keeps a staged config in maintenance mode; got "staged". Use staged_if_needing_reboot, the default (docs/platforms.md, "Config changes without quorum loss")',
     ],
   },
   {
@@ -136,7 +136,7 @@ const cases: RuleCase[] = [
     base: proxmoxCluster,
     broken: (v) => (v.cluster.applyMode = "auto"),
     problems: [
-      'cluster.applyMode: auto reboots every node a change needs at the same time: here up to 3 control planes (etcd loses quorum); got "auto". Use staged_if_needing_reboot (the default) and reboot staged nodes with `npm run platform -- rollout <env>`, or no_reboot',
+      'cluster.applyMode: reboots every node a change needs at once: here up to 3 control planes (etcd loses quorum); got "auto". Use staged_if_needing_reboot (the default) and `npm run platform -- rollout <env>`, or no_reboot',
     ],
   },
   {
@@ -153,7 +153,7 @@ const cases: RuleCase[] = [
       v.nodes[2].network = { addresses: ["192.0.2.42/24"] };
     },
     problems: [
-      'cluster.applyMode: reboot reboots every node a change needs at the same time: here up to 2 workers (cluster.rollout.maxUnavailableWorkers is 1); got "reboot". Use staged_if_needing_reboot (the default) and reboot staged nodes with `npm run platform -- rollout <env>`, or no_reboot',
+      'cluster.applyMode: reboots every node a change needs at once: here up to 2 workers (cluster.rollout.maxUnavailableWorkers is 1); got "reboot". Use staged_if_needing_reboot (the default) and `npm run platform -- rollout <env>`, or no_reboot',
     ],
   },
 ];

@@ -51,7 +51,7 @@ const cases: RuleCase[] = [
     broken: (v) =>
       (v.flux.repository = "https://x-access-token:FAKE-SECRET-ghp@github.com/example/homelab.git"),
     problems: [
-      'flux.repository: carries a credential in the URL (a user:password), which would be stored in plain text; got "https://***:***@github.com/example/homelab.git". Use an ssh:// URL with the fluxDeployKey secret (docs/credentials.md), or a public https:// URL',
+      'flux.repository: carries a credential (a user:password), which would be stored in plain text; got "https://***:***@github.com/example/homelab.git". Use an ssh:// URL with the fluxDeployKey secret (docs/credentials.md), or a public https:// URL',
     ],
     valid: (v) => (v.flux.repository = "https://github.com/example/homelab.git"),
   },

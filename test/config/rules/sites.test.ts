@@ -7,7 +7,7 @@ const cases: RuleCase[] = [
     base: mixedCluster,
     broken: (v) => delete v.nodes[4].site,
     problems: [
-      "cluster.network.connectivity: required because the nodes are at 2 sites (proxmox, baremetal). Use kubespan (a WireGuard mesh between the nodes, UDP 51820) or routed (node addresses reach each other, e.g. over public IPv6); see docs/platforms.md, Sites",
+      "cluster.network.connectivity: required because the nodes are at 2 sites (proxmox, baremetal). Use kubespan (a WireGuard mesh, UDP 51820) or routed (the node addresses reach each other); see docs/platforms.md, Sites",
     ],
   },
   {
@@ -23,7 +23,7 @@ const cases: RuleCase[] = [
     base: cloudCluster,
     broken: (v) => delete v.nodes[4].oci.privateIp,
     problems: [
-      "cluster.sites.oci-eu-frankfurt-1.cidrs: required because nodes[4] connects from an address known only once it exists, and the OpenStack security group must let this site in. List the prefixes this site's nodes connect from, e.g. [2001:db8:200::/56]",
+      "cluster.sites.oci-eu-frankfurt-1.cidrs: required: nodes[4] connects from an address known only once it exists, and the OpenStack security group must let this site in. List the prefixes its nodes connect from, e.g. [2001:db8:200::/56]",
     ],
   },
   {
@@ -34,7 +34,7 @@ const cases: RuleCase[] = [
       v.cluster.sites = { "oci-eu-frankfurt-1": { cidrs: ["198.51.100.0/24"] } };
     },
     problems: [
-      "nodes[3].oci.assignPublicIp: its kubelet reports the private VNIC address, which control planes at other sites cannot reach (the public IPv4 is NAT, not on the node); got true. Give it oci.ipv6Address (routed over IPv6), or use cluster.network.connectivity: kubespan",
+      "nodes[3].oci.assignPublicIp: its kubelet reports the private VNIC address, which control planes at other sites cannot reach (the public IPv4 is NAT); got true. Give it oci.ipv6Address, or use cluster.network.connectivity: kubespan",
     ],
   },
 ];

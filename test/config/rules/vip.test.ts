@@ -37,7 +37,7 @@ const cases: RuleCase[] = [
     },
     problems: [
       "nodes[4].network: required on control planes when cluster.vip is set (the VIP needs a link)",
-      'nodes[4].baremetal.address: is not an IPv4 address; got "2001:db8::31". The first of cluster.network.serviceSubnets is IPv4: Talos gives each kubelet a node IP of that family, and health checks find nodes by it. Give network.addresses with one',
+      'nodes[4].baremetal.address: is not an IPv4 address; got "2001:db8::31". Each kubelet needs a node IP of the first service subnet\'s family, IPv4. Give network.addresses with one',
     ],
   },
   {
@@ -60,7 +60,7 @@ const cases: RuleCase[] = [
     },
     problems: [
       "openstack.subnetId: required for the VIP port, because control plane nodes[5] runs on OpenStack and cluster.vip is set",
-      'cluster.vip: a layer-2 VIP cannot span sites, and the control planes are at proxmox, openstack; got "192.0.2.10". Drop cluster.vip and give cluster.endpoint a DNS name (talos-platform:dns can point it at the control planes) or a load balancer you run',
+      'cluster.vip: a layer-2 VIP cannot span sites, and the control planes are at proxmox, openstack; got "192.0.2.10". Drop it and give cluster.endpoint a DNS name or a load balancer (docs/platforms.md, Sites)',
     ],
   },
   {
@@ -73,7 +73,7 @@ const cases: RuleCase[] = [
       v.cluster.network.connectivity = "routed";
     },
     problems: [
-      'cluster.vip: a layer-2 VIP cannot span sites, and the control planes are at proxmox, edge; got "192.0.2.10". Drop cluster.vip and give cluster.endpoint a DNS name (talos-platform:dns can point it at the control planes) or a load balancer you run',
+      'cluster.vip: a layer-2 VIP cannot span sites, and the control planes are at proxmox, edge; got "192.0.2.10". Drop it and give cluster.endpoint a DNS name or a load balancer (docs/platforms.md, Sites)',
     ],
   },
   {
