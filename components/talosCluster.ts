@@ -375,6 +375,6 @@ function addressesByName(members: readonly Member[]): pulumi.Output<AddressesByN
 }
 
 /** The provider returns certificates base64-encoded; PEM passes through unchanged. */
-export function pemFromProvider(value: string): string {
+function pemFromProvider(value: string): string {
   return value.startsWith("-----BEGIN") ? value : Buffer.from(value, "base64").toString("utf8");
 }

@@ -59,13 +59,13 @@ const bootstrapSettingKeys = once(() => [
 ]);
 
 /** The bootstrap project's name, the namespace of its keys. */
-export const BOOTSTRAP_PROJECT = "talos-platform-bootstrap";
+const BOOTSTRAP_PROJECT = "talos-platform-bootstrap";
 
 /** The secret keys the bootstrap program reads (the CLI resolves the same ones). */
 export const BOOTSTRAP_SECRET_KEYS = ["gcpCredentials"] as const;
 
 /** Every key the bootstrap layer's namespace may hold. */
-export const BOOTSTRAP_KEYS: readonly string[] = [
+const BOOTSTRAP_KEYS: readonly string[] = [
   "gcp",
   "stateBucket",
   "secretsKey",

@@ -6,14 +6,14 @@ import type { FluxSpec } from "../spec/types";
 import type { ConfigDocument } from "../talos/patches";
 
 /** Where a Flux release's install manifests are published. */
-export function fluxInstallUrl(version: string): string {
+function fluxInstallUrl(version: string): string {
   return `https://github.com/fluxcd/flux2/releases/download/${version}/install.yaml`;
 }
 
 const NAME = "flux-system";
 
 /** The Kubernetes objects that point Flux at the repository (the deploy key Secret for ssh). */
-export function fluxSyncManifests(
+function fluxSyncManifests(
   flux: FluxSpec,
   deployKey: string | undefined,
 ): Record<string, unknown>[] {

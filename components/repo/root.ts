@@ -5,7 +5,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 
 /** The nearest folder at or above `from` that holds a package.json. */
-export function findRepoRoot(from: string): string {
+function findRepoRoot(from: string): string {
   for (let dir = path.resolve(from); ; dir = path.dirname(dir)) {
     if (fs.existsSync(path.join(dir, "package.json"))) return dir;
     if (path.dirname(dir) === dir) {

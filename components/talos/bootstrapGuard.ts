@@ -30,7 +30,7 @@ import {
 const READ = [BOOTSTRAP_OUTPUT, "kubeconfig", "talosconfig"] as const;
 
 /** The running stack's fully qualified name, as a StackReference to it takes it. */
-export function ownStackName(): string {
+function ownStackName(): string {
   return `${pulumi.getOrganization()}/${pulumi.getProject()}/${pulumi.getStack()}`;
 }
 

@@ -36,7 +36,7 @@ function protocolOf(rule: PortRule, ethertype: "IPv4" | "IPv6"): string {
 }
 
 /** Security-group rule arguments of one flow from one remote: both ethertypes for a group. */
-export function ruleArgs(
+function ruleArgs(
   rule: PortRule,
   remote: Remote,
 ): {
