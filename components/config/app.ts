@@ -1,6 +1,7 @@
 // The app layer's stack config: where the foundation's outputs come from, OpenBao's policies, auth and
-// mounts, Grafana's folders, data sources and dashboards. Policy and dashboard files are read here, so
-// a bad or missing file is reported with every other problem, before anything is created.
+// mounts, Grafana's folders, data sources and dashboards; every check of the app's stack file is here.
+// Policy and dashboard files are read here, so a bad or missing file is reported with every other
+// problem, before anything is created.
 import type * as pulumi from "@pulumi/pulumi";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import * as path from "node:path";

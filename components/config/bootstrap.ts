@@ -1,4 +1,5 @@
-// The bootstrap layer's stack config: the GCP project, the state bucket and the optional secrets key.
+// The bootstrap layer's stack config: the GCP project, the state bucket and the optional secrets key;
+// every check of the bootstrap's stack file is here.
 import { z } from "zod";
 import { checkPlainTextCredentials } from "./rules/credentials";
 import { checkTopLevelKeys } from "./rules/keys";

@@ -1,12 +1,14 @@
-// The shape of a stack file's `talos-platform:*` keys. Structure only: cross-field rules live in rules.ts.
+// The shape of a stack file's `talos-platform:*` keys. Structure only: every rule across fields lives
+// in rules/.
 import { z } from "zod";
 import { ipFamily, isDnsName, isMac, parseCidr } from "../net";
 import { PLATFORMS, ROLES } from "../spec/types";
 import { parseVersion } from "../talos/versions";
 
 /**
- * Talos `applyMode` values a stack may ask for (rules.ts refuses those that could reboot more nodes at
- * once than the cluster can lose, and `staged`, which never leaves maintenance mode on a new node).
+ * Talos `applyMode` values a stack may ask for (rules/quorum.ts refuses those that could reboot more
+ * nodes at once than the cluster can lose, and `staged`, which never leaves maintenance mode on a new
+ * node).
  */
 const APPLY_MODES = ["auto", "no_reboot", "reboot", "staged", "staged_if_needing_reboot"] as const;
 

@@ -1,5 +1,6 @@
 // Every check of a foundation stack file, in the order its problems are listed. Each rule lives in the
-// file of its subject; this list only orders them.
+// file of its subject; this list only orders them. (The app and bootstrap layers' checks: ../app.ts,
+// ../bootstrap.ts.)
 import {
   clusterRanges,
   kubeletFamily,
