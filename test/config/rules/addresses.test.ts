@@ -2,6 +2,7 @@
 // network and broadcast addresses, the primary service family, overlapping ranges, MACs).
 import { itRefuses, mixedCluster, proxmoxCluster, RuleCase } from "../../fixtures";
 import { itRefusesMutations, staticIndexes } from "../arbitraryStack";
+
 const cases: RuleCase[] = [
   {
     rule: "Proxmox nodes without a network",

@@ -1,5 +1,6 @@
 // components/config/rules/endpoint.ts: the Kubernetes API's endpoint.
 import { itRefuses, proxmoxCluster, RuleCase } from "../../fixtures";
+
 const cases: RuleCase[] = [
   {
     rule: "neither endpoint nor VIP",

@@ -2,6 +2,7 @@
 // Proxmox image formats and SSH).
 import { strict as assert } from "node:assert";
 import { cloudCluster, itRefuses, problemsOf, proxmoxCluster, RuleCase } from "../../fixtures";
+
 const cases: RuleCase[] = [
   {
     rule: "a schematic ID together with extensions",

@@ -1,6 +1,7 @@
 // components/config/rules/keys.ts: unknown keys at the top of the foundation's namespace.
 import { itRefuses, RuleCase, withServices } from "../../fixtures";
 import { itRefusesMutations } from "../arbitraryStack";
+
 const cases: RuleCase[] = [
   {
     rule: "a misspelt top-level key",

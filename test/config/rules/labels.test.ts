@@ -1,6 +1,7 @@
 // components/config/rules/labels.ts: node labels and taints in Kubernetes' syntax.
 import { itRefuses, proxmoxCluster, RuleCase } from "../../fixtures";
 import { itRefusesMutations } from "../arbitraryStack";
+
 const cases: RuleCase[] = [
   {
     rule: "a label key with two slashes and a taint without a valid effect",

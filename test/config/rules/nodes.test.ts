@@ -2,6 +2,7 @@
 // MACs), its platform's settings, its Proxmox host and memory, somewhere for workloads to run.
 import { cloudCluster, itRefuses, mixedCluster, proxmoxCluster, RuleCase } from "../../fixtures";
 import { itRefusesMutations } from "../arbitraryStack";
+
 const cases: RuleCase[] = [
   {
     rule: "two nodes sharing a name",

@@ -2,6 +2,7 @@
 import { strict as assert } from "node:assert";
 import { itRefuses, mixedCluster, problemsOf, proxmoxCluster, RuleCase } from "../../fixtures";
 import { itRefusesMutations } from "../arbitraryStack";
+
 const cases: RuleCase[] = [
   {
     rule: "a patch with a misspelt key",

@@ -10,6 +10,7 @@ import {
   withServices,
 } from "../../fixtures";
 import { itRefusesMutations } from "../arbitraryStack";
+
 const cases: RuleCase[] = [
   {
     rule: "a malformed version",

@@ -1,6 +1,7 @@
 // components/config/rules/services.ts: GCP, DNS, Flux and OpenBao's unseal key.
 import { GITHUB_KNOWN_HOSTS, itRefuses, RuleCase, withServices } from "../../fixtures";
 import { itRefusesMutations } from "../arbitraryStack";
+
 const cases: RuleCase[] = [
   {
     rule: "services without a GCP project",

@@ -1,6 +1,7 @@
 // components/config/rules/sites.ts: clusters over several sites (connectivity, per-site settings,
 // what routed sites need).
 import { cloudCluster, itRefuses, mixedCluster, proxmoxCluster, RuleCase } from "../../fixtures";
+
 const cases: RuleCase[] = [
   {
     rule: "nodes at two sites without connectivity",

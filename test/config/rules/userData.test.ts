@@ -1,6 +1,7 @@
 // components/config/rules/userData.ts: cloud nodes' user data within their platform's limit.
 import { strict as assert } from "node:assert";
 import { cloudCluster, itRefuses, problemsOf, RuleCase } from "../../fixtures";
+
 /** A patch of about 20 kB. */
 const BIG_PATCH = {
   machine: { files: [{ path: "/var/big", op: "create", content: "x".repeat(20_000) }] },

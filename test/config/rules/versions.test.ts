@@ -1,5 +1,6 @@
 // components/config/rules/versions.ts: Talos, Kubernetes and config-contract versions that fit.
 import { itRefuses, proxmoxCluster, RuleCase } from "../../fixtures";
+
 const cases: RuleCase[] = [
   {
     rule: "a Kubernetes version the Talos version does not support",

@@ -10,6 +10,7 @@ import {
   RuleCase,
 } from "../../fixtures";
 import { itRefusesMutations } from "../arbitraryStack";
+
 const cases: RuleCase[] = [
   {
     rule: "a node using the VIP as its address",
