@@ -3,7 +3,7 @@
 // terminal. Loads only what every command needs; the rest comes with the command that needs it.
 // (bin/platform has checked the Node.js version before anything loads.)
 import * as os from "node:os";
-import { REPO_ROOT } from "../components/repoRoot";
+import { REPO_ROOT } from "../components/repo/root";
 import { stopChildGroups } from "./childGroups";
 import type { CliContext } from "./context";
 import { ExitCode } from "./errors";

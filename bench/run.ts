@@ -8,7 +8,7 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { REPO_ROOT } from "../components/repoRoot";
+import { REPO_ROOT } from "../components/repo/root";
 
 const SIZES = (process.env.BENCH_SIZES ?? "3,30,300,1000").split(",").map(Number);
 // Three runs per cell, one at 1000 nodes (each of those takes up to a minute under ts-node).

@@ -2,7 +2,7 @@
 // prints one JSON line.
 import * as path from "node:path";
 import { performance } from "node:perf_hooks";
-import { REPO_ROOT } from "../components/repoRoot";
+import { REPO_ROOT } from "../components/repo/root";
 import { resolveAll, setupRun } from "../test/harness";
 import { generateStack } from "./generate";
 

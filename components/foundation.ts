@@ -4,12 +4,12 @@
 import * as gcp from "@pulumi/gcp";
 import * as pulumi from "@pulumi/pulumi";
 import { loadPlatformConfig } from "./config/load";
-import type { NodeSpec, PlatformSpec } from "./config/types";
+import type { NodeSpec, PlatformSpec } from "./spec/types";
 import { fluxHandoffPatch } from "./flux/handoff";
 import { ClusterDns, endpointRecords } from "./gcp/clusterDns";
 import { OpenbaoUnsealKey, SealStanza } from "./gcp/openbaoUnseal";
 import type { EtcdBootstrapRecord } from "./talos/bootstrapRecord";
-import { AddressesByName, TalosCluster } from "./talos/cluster";
+import { AddressesByName, TalosCluster } from "./talosCluster";
 
 /** The foundation stack's outputs. */
 export interface FoundationOutputs {

@@ -1,8 +1,11 @@
+// The app layer's program (components/app.ts): OpenBao's policies, auth and mounts, CI's access,
+// Grafana, all from the foundation's outputs. Its stack file's rules: test/config/app.test.ts.
 import { strict as assert } from "node:assert";
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { CRITICAL_TYPES } from "../automation/critical";
-import { RUN_SECRETS_ENV, StackConfigError, validateAppConfig } from "../components/config";
+import { StackConfigError } from "../components/config/problems";
+import { RUN_SECRETS_ENV } from "../components/config/runSecretsEnv";
 import { readStackFile, resolveAll, ROOT, setupRun } from "./harness";
 import { Recorder } from "./mocks";
 
@@ -347,96 +350,21 @@ describe("app layer", () => {
       "https://api.prod.example.net:6443",
     );
   });
-});
 
-describe("app layer validation", () => {
-  // The program reads foundationStack, openbao and grafana; `backend` is the CLI's (automation/backend.ts).
-  const base = () => {
-    const { backend, ...values } = readStackFile("staging", "app", PROJECT) as any;
-    assert.match(backend, /^gs:\/\//);
-    return values;
-  };
-  const problemsOf = (
-    change: (v: any) => void,
-    secrets = new Set(["openbaoToken", "grafanaAuth"]),
-  ): readonly string[] => {
-    const values = JSON.parse(JSON.stringify(base()));
-    change(values);
-    try {
-      validateAppConfig(values, "staging", secrets);
-      return [];
-    } catch (error) {
-      if (error instanceof StackConfigError) return error.problems;
-      throw error;
-    }
-  };
-
-  it("accepts the repository's stack files", () => {
-    assert.deepEqual(
-      problemsOf(() => undefined),
-      [],
-    );
-  });
-
-  it("names each bad policy file", () => {
-    assert.deepEqual(
-      problemsOf((v) => (v.openbao.policyDir = "../test/fixtures/app/bad-policies")),
-      [
-        'test/fixtures/app/bad-policies/broken.hcl: not an OpenBao policy: no path "…" { capabilities = […] } block',
-        "test/fixtures/app/bad-policies/unclosed.hcl: has a { that is never closed",
-        "openbao.roles[0].policies[0]: policy external-secrets is neither in the policy folder nor in openbao.policies. Known: ci-apply, ci-preview, default",
-      ],
-    );
-  });
-
-  it("names a missing dashboard file and one that is not JSON", () => {
-    const problems = problemsOf(
-      (v) =>
-        (v.grafana.folders[0].dashboards = [
-          "platform/gone.json",
-          "../../test/fixtures/app/not-json.json",
-        ]),
-    );
-    assert.equal(problems.length, 2);
-    assert.equal(
-      problems[0],
-      "grafana.folders[0].dashboards[0]: dashboard file app/dashboards/platform/gone.json does not exist. Export the dashboard's JSON model there, or drop it from the list",
-    );
-    // The parser's wording varies between Node releases; the file and the verdict do not.
-    assert.match(problems[1], /^test\/fixtures\/app\/not-json\.json: not valid JSON \(.+\)$/);
-  });
-
-  it("requires a way to log in and Grafana's token, as secrets", () => {
-    assert.deepEqual(
-      problemsOf(() => undefined, new Set()),
-      [
-        "openbaoToken: required (or openbaoJwt in CI), as a secret. The CLI takes it from OPENBAO_TOKEN, or CI from its OIDC token (docs/app-layer.md)",
-        "grafanaAuth: required when grafana is set, as a secret. A service-account token; the CLI takes it from GRAFANA_AUTH",
-      ],
-    );
-  });
-
-  it("refuses a policy file in place of a generated CI policy, and unknown placeholders", () => {
-    assert.deepEqual(
-      problemsOf((v) => {
-        v.openbao.policies = {
-          "ci-apply": 'path "sys/*" { capabilities = ["sudo"] }',
-          typo: 'path "${kvMonut}/data/*" { capabilities = ["read"] }',
-        };
-      }),
-      [
-        "openbao.policies.ci-apply: ci-apply is generated from the stack (exactly what CI's runs need); remove it",
-        "openbao.policies.typo: unknown placeholder ${kvMonut}; known: ${kvMount}, ${kubernetesAuthPath}",
-      ],
-    );
-  });
-
-  it("rejects a role naming a policy that does not exist", () => {
-    assert.deepEqual(
-      problemsOf((v) => v.openbao.roles[0].policies.push("nope")),
-      [
-        "openbao.roles[0].policies[1]: policy nope is neither in the policy folder nor in openbao.policies. Known: ci-apply, ci-preview, default, external-secrets",
-      ],
-    );
+  it("registers nothing when the app stack file is invalid", async () => {
+    const recorder = new Recorder();
+    recorder.behaviour.stackOutputs = {};
+    const values: any = structuredClone(readStackFile("staging", "app", PROJECT));
+    values.openbao.address = "openbao";
+    await setupRun(values, {
+      recorder,
+      project: PROJECT,
+      stack: "staging",
+      secrets: { openbaoToken: "t", grafanaAuth: "g" },
+    });
+    const { appLayer } = await import("../components/app");
+    await assert.rejects(appLayer(), StackConfigError);
+    await recorder.settled();
+    assert.equal(recorder.resources.length, 0);
   });
 });

@@ -2,7 +2,7 @@
 // measures nothing). The figures themselves are printed by `npm run bench`, never asserted.
 import { strict as assert } from "node:assert";
 import { generateStack } from "../bench/generate";
-import { validatePlatformConfig } from "../components/config";
+import { validatePlatformConfig } from "../components/config/validate";
 
 describe("the benchmark's generated stacks", () => {
   for (const size of [3, 30, 300]) {

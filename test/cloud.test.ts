@@ -1,9 +1,8 @@
 import fc from "fast-check";
 import { strict as assert } from "node:assert";
 import { parse, parseAllDocuments } from "yaml";
-import { StackConfigError } from "../components/config";
 import { spread } from "../components/nodes/placement";
-import { clone, cloudCluster, problemsOf as validationProblems } from "./fixtures";
+import { clone, cloudCluster } from "./fixtures";
 import { readStackFile, runFoundation, STACK_SECRETS, StackValues } from "./harness";
 import { RecordedResource, Recorder } from "./mocks";
 
@@ -473,100 +472,6 @@ describe("cloud node variations", () => {
     );
     assert.doesNotMatch(message, /os-1 is/, "OpenStack's limit is larger; its nodes fit");
   });
-});
-
-describe("cloud config validation", () => {
-  const problemsOf = (change: (v: any) => void) => validationProblems(cloudCluster, change);
-
-  it("rejects a node whose patches alone would overflow its platform's user data, before anything exists", async () => {
-    const big = {
-      machine: { files: [{ path: "/var/big", op: "create", content: "x".repeat(20_000) }] },
-    };
-    const change = (v: any) => (v.nodes[3].patches = [big]);
-    assert.deepEqual(problemsOf(change), [
-      "nodes[3]: the machine config of oci-1 is about 35,360 bytes as user data, over OCI's limit of 32,000 bytes (instance metadata, counted after base64). Shrink its patches (cluster.patches, nodes[].patches)",
-    ]);
-    const values: any = clone(cloudCluster());
-    change(values);
-    const recorder = new Recorder();
-    await assert.rejects(runFoundation(values, { recorder }), StackConfigError);
-    assert.equal(recorder.resources.length, 0);
-  });
-
-  it("accepts the same patch on OpenStack, whose limit is larger", () => {
-    const big = {
-      machine: { files: [{ path: "/var/big", op: "create", content: "x".repeat(20_000) }] },
-    };
-    assert.deepEqual(
-      problemsOf((v) => (v.nodes[6].patches = [big])),
-      [],
-    );
-  });
-
-  const cases: [string, (v: any) => void, string[]][] = [
-    [
-      "OCI nodes without OCI settings",
-      (v) => delete v.oci,
-      [
-        "oci: required because nodes[3] runs on OCI. Add oci.region, oci.compartmentId, oci.subnetId and oci.image",
-      ],
-    ],
-    [
-      "OpenStack nodes without OpenStack settings",
-      (v) => delete v.openstack,
-      [
-        "openstack: required because nodes[6] runs on OpenStack. Add openstack.networkId and openstack.flavor",
-      ],
-    ],
-    [
-      "a VIP with an OCI control plane",
-      (v) => (v.nodes[3].role = "controlplane") && v.nodes.splice(2, 1),
-      [
-        "cluster.vip: cannot float between OCI instances such as nodes[2]. OCI networks do not carry layer-2 VIPs: use cluster.endpoint with a DNS name or a network load balancer",
-      ],
-    ],
-    [
-      "a VIP with an OpenStack control plane but no subnet for its port",
-      (v) => {
-        v.nodes[6].role = "controlplane";
-        v.nodes.splice(2, 1);
-        delete v.openstack.subnetId;
-        delete v.nodes[5].openstack.fixedIp;
-        delete v.nodes[6].openstack.fixedIp;
-      },
-      [
-        "openstack.subnetId: required for the VIP port, because control plane nodes[5] runs on OpenStack and cluster.vip is set",
-        'cluster.vip: a layer-2 VIP cannot span sites, and the control planes are at proxmox, openstack; got "192.0.2.10". Drop cluster.vip and give cluster.endpoint a DNS name (talos-platform:dns can point it at the control planes) or a load balancer you run',
-      ],
-    ],
-    [
-      "two cloud nodes sharing a private IP",
-      (v) => (v.nodes[4].oci.privateIp = "198.51.100.21"),
-      [
-        "nodes[4].oci.privateIp: address 198.51.100.21 is already used by nodes[3].oci.privateIp. Each address belongs to one node",
-      ],
-    ],
-    [
-      "an OCI boot volume under 50 GB",
-      (v) => (v.nodes[3].oci.bootVolumeGbs = 20),
-      ["nodes[3].oci.bootVolumeGbs: OCI boot volumes start at 50 GB; got 20"],
-    ],
-    [
-      "an image given both ways",
-      (v) => (v.oci.image = { id: "ocid1.image.oc1..x", objectStorageUri: "https://x" }),
-      [
-        'oci.image: give either image.id (an image OCID) or image.objectStorageUri (a .qcow2 to import); got {"id":"ocid1.image.oc1..x","objectStorageUri":"https://x"}',
-      ],
-    ],
-    [
-      "a static network on a cloud node",
-      (v) => (v.nodes[3].network = { addresses: ["198.51.100.21/24"] }),
-      ["nodes[3].network: is not a setting here. See docs/configuration.md"],
-    ],
-  ];
-  for (const [label, change, expected] of cases) {
-    it(`rejects ${label}`, () => assert.deepEqual(problemsOf(change), expected));
-  }
 });
 
 describe("placement spread", () => {

@@ -1,5 +1,12 @@
-// Valid stack configs to start from; each test changes one thing.
-import { StackConfigError, validatePlatformConfig } from "../components/config";
+// Valid stack configs to start from, each test changing one thing; the problems validation reports
+// for a changed copy; and the Talos schema that generated documents must pass.
+import Ajv2020, { type ValidateFunction } from "ajv/dist/2020";
+import { strict as assert } from "node:assert";
+import { readFileSync } from "node:fs";
+import * as path from "node:path";
+import { StackConfigError } from "../components/config/problems";
+import { schemasDir, shippedSchemas } from "../components/config/talosSchema";
+import { validatePlatformConfig } from "../components/config/validate";
 import type { StackValues } from "./harness";
 
 /** GitHub's published SSH host key (ed25519), as `ssh-keyscan github.com` prints it: public, not a secret. */
@@ -110,8 +117,30 @@ export function cloudCluster(): StackValues {
 }
 
 /**
- * The problems validation reports for a changed copy of `base` (none when it is valid).
- * `secretKeys` are the secret config keys the stack is taken to have.
+ * The Proxmox cluster with the foundation services on: GCP, OpenBao's unseal key, DNS and Flux from an
+ * ssh:// repository (which needs the fluxDeployKey secret).
+ */
+export function withServices(): StackValues {
+  const values: any = proxmoxCluster();
+  values.gcp = { project: "example-homelab", region: "europe-west3" };
+  values.openbao = {};
+  values.dns = {
+    zone: "example-net",
+    domain: "example.net",
+    records: [{ name: "*.apps.demo.example.net", values: ["192.0.2.60"] }],
+  };
+  values.flux = {
+    version: "v2.7.3",
+    repository: "ssh://git@github.com/example/homelab.git",
+    path: "clusters/demo",
+    knownHosts: GITHUB_KNOWN_HOSTS,
+  };
+  return values;
+}
+
+/**
+ * The problems validation reports for a changed copy of `base` (none when it is valid), with the keys
+ * present as the engine would pass them: every key of the values, and `secretKeys` as secrets.
  */
 export function problemsOf(
   base: () => StackValues,
@@ -120,11 +149,55 @@ export function problemsOf(
 ): readonly string[] {
   const values = clone(base());
   change(values);
+  const presentKeys = new Set([...Object.keys(values), ...secretKeys]);
   try {
-    validatePlatformConfig({ ...values, secretKeys }, "Pulumi.test.yaml");
+    validatePlatformConfig({ ...values, secretKeys, presentKeys }, "Pulumi.test.yaml");
     return [];
   } catch (error) {
     if (error instanceof StackConfigError) return error.problems;
     throw error;
   }
+}
+
+/** A stack file that breaks a rule, the exact problems it gets, and a valid neighbour. */
+export interface RuleCase {
+  readonly rule: string;
+  readonly base: () => StackValues;
+  readonly broken: (values: any) => void;
+  readonly problems: readonly string[];
+  /** A change of the same base that must pass. */
+  readonly valid?: (values: any) => void;
+  /** Config keys the stack has as secrets. */
+  readonly secrets?: readonly string[];
+}
+
+/** One test that refuses each case with its problems, and one that accepts its valid neighbour. */
+export function itRefuses(cases: readonly RuleCase[]): void {
+  for (const c of cases) {
+    const secrets = new Set(c.secrets ?? []);
+    it(`refuses ${c.rule}`, () =>
+      assert.deepEqual(problemsOf(c.base, c.broken, secrets), c.problems));
+    const valid = c.valid;
+    if (valid) {
+      it(`accepts the valid neighbour of ${c.rule}`, () =>
+        assert.deepEqual(problemsOf(c.base, valid, secrets), []));
+    }
+  }
+}
+
+let talosSchema: ValidateFunction | undefined;
+
+/**
+ * ajv over the Talos 1.13 machine-config schema the program ships (components/config/talosSchemas):
+ * an independent check that the documents the program generates are valid Talos documents.
+ */
+export function validTalos113(): ValidateFunction {
+  if (!talosSchema) {
+    const file = path.join(schemasDir(), shippedSchemas()["1.13"].schema);
+    const schema = JSON.parse(readFileSync(file, "utf8"));
+    talosSchema = new Ajv2020({ strict: false, allErrors: true, formats: { uri: true } }).compile(
+      schema,
+    );
+  }
+  return talosSchema;
 }

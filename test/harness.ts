@@ -3,7 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { parse } from "yaml";
-import { REPO_ROOT } from "../components/repoRoot";
+import { REPO_ROOT } from "../components/repo/root";
 import { Recorder } from "./mocks";
 
 export const PROJECT = "talos-platform";

@@ -3,14 +3,10 @@
 import * as pulumi from "@pulumi/pulumi";
 import { strict as assert } from "node:assert";
 import { parse } from "yaml";
-import {
-  decodeConfigValue,
-  isSecretConfigKey,
-  runtimeStackValues,
-  stackFileValues,
-  StackConfigError,
-  validatePlatformConfig,
-} from "../components/config";
+import { StackConfigError } from "../components/config/problems";
+import { isSecretConfigKey, runtimeStackValues } from "../components/config/runtimeValues";
+import { decodeConfigValue, stackFileValues } from "../components/config/stackValues";
+import { validatePlatformConfig } from "../components/config/validate";
 import { proxmoxCluster } from "./fixtures";
 import { setupRun } from "./harness";
 
@@ -77,7 +73,7 @@ config:
       () => validatePlatformConfig({ ...values, presentKeys, secretKeys }, "Pulumi.staging.yaml"),
       (error: StackConfigError) => {
         assert.deepEqual(error.problems, [
-          "proxmoxApiToken: is a credential written in plain text in the stack file (value not shown). Store it encrypted: run `pulumi config set --secret proxmoxApiToken --stack staging` and enter the value when asked, or leave it out and let the CLI supply it (docs/credentials.md)",
+          "proxmoxApiToken: is a credential in plain text (value not shown). Run `pulumi config set --secret proxmoxApiToken --stack staging` and enter it when asked, or leave it out for the CLI to supply (docs/credentials.md)",
         ]);
         assert.ok(!error.message.includes("FAKE-SECRET"));
         return true;

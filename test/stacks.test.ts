@@ -10,7 +10,7 @@ import { CREDENTIALS } from "../automation/credentials";
 import type { LayerName } from "../automation/layers";
 import { configProblems, isSecureValue } from "../automation/readiness";
 import { stackFileValues } from "../components/config/stackValues";
-import { PLATFORMS } from "../components/config/schema";
+import { PLATFORMS } from "../components/spec/types";
 import { ROOT, STACK_SECRETS, readStackFile, resolveAll, runFoundation, setupRun } from "./harness";
 import { Recorder } from "./mocks";
 

@@ -36,7 +36,7 @@ function hcl(title: string, rules: readonly Rule[]): string {
 }
 
 /** The rules of `ci-preview` and `ci-apply` for a stack's OpenBao settings. */
-export function ciPolicyRules(settings: AppSpec["openbao"]): {
+function ciPolicyRules(settings: AppSpec["openbao"]): {
   preview: Rule[];
   apply: Rule[];
 } {

@@ -4,8 +4,6 @@ import type { AppSecrets, AppSpec } from "../config/app";
 import { CI_JWT_PATH, ciPolicies } from "./ciPolicies";
 import type { FoundationValues } from "./foundationRef";
 
-export { CI_JWT_PATH } from "./ciPolicies";
-
 /** The workflows CI's JWT roles trust (.github/workflows/). */
 export const CI_WORKFLOWS = {
   preview: ".github/workflows/pull-request.yml",
@@ -18,7 +16,7 @@ export function ciEnvironments(stack: string): { preview: string; apply: string 
 }
 
 /** GitHub Actions' OIDC issuer. */
-export const GITHUB_ACTIONS_ISSUER = "https://token.actions.githubusercontent.com";
+const GITHUB_ACTIONS_ISSUER = "https://token.actions.githubusercontent.com";
 
 /** Inputs of an {@link OpenbaoConfiguration}. */
 export interface OpenbaoConfigurationArgs {
@@ -30,10 +28,7 @@ export interface OpenbaoConfigurationArgs {
 }
 
 /** The provider login: a token (workstation) or CI's OIDC token through the JWT `<ci>-apply`/`-preview` role. */
-export function providerArgs(
-  settings: AppSpec["openbao"],
-  secrets: AppSecrets,
-): vault.ProviderArgs {
+function providerArgs(settings: AppSpec["openbao"], secrets: AppSecrets): vault.ProviderArgs {
   if (secrets.openbaoToken)
     return { address: settings.address, token: secrets.openbaoToken, skipChildToken: true };
   return {

@@ -1,18 +1,20 @@
 // The app layer's stack config: where the foundation's outputs come from, OpenBao's policies, auth and
-// mounts, Grafana's folders, data sources and dashboards. Policy and dashboard files are read here, so
-// a bad or missing file is reported with every other problem, before anything is created.
+// mounts, Grafana's folders, data sources and dashboards; every check of the app's stack file is here.
+// Policy and dashboard files are read here, so a bad or missing file is reported with every other
+// problem, before anything is created.
 import type * as pulumi from "@pulumi/pulumi";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import * as path from "node:path";
 import { z } from "zod";
-import { REPO_ROOT } from "../repoRoot";
-import { checkPlainTextCredentials, checkTopLevelKeys, checkUrlCredential } from "./checks";
+import { REPO_ROOT } from "../repo/root";
+import { checkPlainTextCredentials, checkUrlCredential } from "./rules/credentials";
+import { checkTopLevelKeys } from "./rules/keys";
 import { CLI_KEYS } from "./keys";
 import { PARSE_OPTIONS } from "./messages";
 import { once, Problems, propertyNames } from "./problems";
 
 /** The app project's folder (policy and dashboard paths are relative to it). */
-export const APP_DIR = path.join(REPO_ROOT, "app");
+const APP_DIR = path.join(REPO_ROOT, "app");
 
 const name = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, {
   error: "expected a lowercase name (letters, digits, - and _)",
@@ -163,14 +165,14 @@ export const CI_APPLY_POLICY = "ci-apply";
 export const CI_PREVIEW_POLICY = "ci-preview";
 
 /** Placeholders a policy file may use; replaced with the stack's values. */
-export function policyPlaceholders(
+function policyPlaceholders(
   settings: Readonly<{ kvMount: string; kubernetesAuthPath: string }>,
 ): Record<string, string> {
   return { kvMount: settings.kvMount, kubernetesAuthPath: settings.kubernetesAuthPath };
 }
 
 /** A sanity check of a policy's HCL: one `path "…" { … }` block at least, braces balanced. */
-export function policyProblem(hcl: string): string | undefined {
+function policyProblem(hcl: string): string | undefined {
   if (!/path\s+"[^"]+"\s*\{/.test(hcl))
     return 'not an OpenBao policy: no path "…" { capabilities = […] } block';
   let depth = 0;
@@ -235,10 +237,10 @@ function readDashboard(file: string, key: (string | number)[], problems: Problem
 export const APP_SECRET_KEYS = ["openbaoToken", "openbaoJwt", "grafanaAuth"] as const;
 
 /** The app project's name, the namespace of its keys. */
-export const APP_PROJECT = "talos-platform-app";
+const APP_PROJECT = "talos-platform-app";
 
 /** Every key the app layer's namespace may hold. */
-export const APP_KEYS: readonly string[] = [
+const APP_KEYS: readonly string[] = [
   "foundationStack",
   "openbao",
   "grafana",

@@ -1,6 +1,8 @@
-// The bootstrap layer's stack config: the GCP project, the state bucket and the optional secrets key.
+// The bootstrap layer's stack config: the GCP project, the state bucket and the optional secrets key;
+// every check of the bootstrap's stack file is here.
 import { z } from "zod";
-import { checkPlainTextCredentials, checkTopLevelKeys } from "./checks";
+import { checkPlainTextCredentials } from "./rules/credentials";
+import { checkTopLevelKeys } from "./rules/keys";
 import { CLI_KEYS } from "./keys";
 import { PARSE_OPTIONS } from "./messages";
 import { once, Problems, propertyNames } from "./problems";
@@ -58,13 +60,13 @@ const bootstrapSettingKeys = once(() => [
 ]);
 
 /** The bootstrap project's name, the namespace of its keys. */
-export const BOOTSTRAP_PROJECT = "talos-platform-bootstrap";
+const BOOTSTRAP_PROJECT = "talos-platform-bootstrap";
 
 /** The secret keys the bootstrap program reads (the CLI resolves the same ones). */
 export const BOOTSTRAP_SECRET_KEYS = ["gcpCredentials"] as const;
 
 /** Every key the bootstrap layer's namespace may hold. */
-export const BOOTSTRAP_KEYS: readonly string[] = [
+const BOOTSTRAP_KEYS: readonly string[] = [
   "gcp",
   "stateBucket",
   "secretsKey",

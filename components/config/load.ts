@@ -3,7 +3,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { getCredential } from "./runSecrets";
 import { runtimeStackValues } from "./runtimeValues";
-import type { PlatformSpec } from "./types";
+import type { PlatformSpec } from "../spec/types";
 import { validatePlatformConfig } from "./validate";
 
 export { FOUNDATION_SECRET_KEYS } from "./keys";

@@ -68,7 +68,7 @@ function tooBig(issue: { origin: string; maximum: number | bigint; inclusive?: b
  * The message for a zod issue raised by a schema that gave none of its own. Pass it as the `error`
  * option of `safeParse`, so schema-level messages still win.
  */
-export function zodMessage(issue: z.core.$ZodRawIssue): string {
+function zodMessage(issue: z.core.$ZodRawIssue): string {
   switch (issue.code) {
     case "invalid_type":
       return issue.input === undefined ? "required" : `expected ${typeWord(issue.expected)}`;

@@ -1,7 +1,7 @@
 // Collecting and formatting stack-file problems in one format:
 //   `<stack-file key>: <problem>; got <value>. <fix or allowed values>`
 import type { z } from "zod";
-import { maskUrl, urlCredential } from "./checks/credentials";
+import { maskUrl, urlCredential } from "./urlCredentials";
 
 /** A path into the stack config, e.g. ["nodes", 2, "proxmox", "vmId"]. */
 export type KeyPath = readonly (string | number)[];
@@ -16,14 +16,14 @@ export function keyOf(path: KeyPath): string {
 }
 
 /** A short, single-line rendering of a value for an error message; credentials in URLs masked. */
-export function show(value: unknown): string {
+function show(value: unknown): string {
   const shown = typeof value === "string" && urlCredential(value) ? maskUrl(value) : value;
   const text = shown === undefined ? "nothing" : JSON.stringify(shown);
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
 
 /** The value at `path` in `root`, or undefined. */
-export function valueAt(root: unknown, path: KeyPath): unknown {
+function valueAt(root: unknown, path: KeyPath): unknown {
   let value: unknown = root;
   for (const part of path) {
     if (value === null || typeof value !== "object") return undefined;

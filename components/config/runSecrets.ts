@@ -13,13 +13,3 @@ export function getCredential(
   const fromRun = runSecrets()[`${pulumi.getProject()}:${key}`];
   return fromRun !== undefined ? pulumi.secret(fromRun) : config.getSecret(key);
 }
-
-/** Which of `keys` the run or the stack provides, without reading (or logging) their values. */
-export function presentCredentialKeys(keys: readonly string[]): Set<string> {
-  const project = pulumi.getProject();
-  const fromRun = runSecrets();
-  const all = pulumi.runtime.allConfig();
-  return new Set(
-    keys.filter((key) => `${project}:${key}` in fromRun || `${project}:${key}` in all),
-  );
-}

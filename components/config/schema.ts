@@ -1,29 +1,16 @@
-// The shape of a stack file's `talos-platform:*` keys. Structure only: cross-field rules live in rules.ts.
+// The shape of a stack file's `talos-platform:*` keys. Structure only: every rule across fields lives
+// in rules/.
 import { z } from "zod";
 import { ipFamily, isDnsName, isMac, parseCidr } from "../net";
+import { PLATFORMS, ROLES } from "../spec/types";
 import { parseVersion } from "../talos/versions";
 
-/** Platforms a node can run on. A new platform is a new entry here and a new node schema below. */
-export const PLATFORMS = ["proxmox", "baremetal", "oci", "openstack"] as const;
-/** One of {@link PLATFORMS}. */
-export type Platform = (typeof PLATFORMS)[number];
-
-/** Node roles. */
-export const ROLES = ["controlplane", "worker"] as const;
-/** One of {@link ROLES}. */
-export type Role = (typeof ROLES)[number];
-
 /**
- * Talos `applyMode` values a stack may ask for (rules.ts refuses those that could reboot more nodes at
- * once than the cluster can lose, and `staged`, which never leaves maintenance mode on a new node).
+ * Talos `applyMode` values a stack may ask for (rules/quorum.ts refuses those that could reboot more
+ * nodes at once than the cluster can lose, and `staged`, which never leaves maintenance mode on a new
+ * node).
  */
-export const APPLY_MODES = [
-  "auto",
-  "no_reboot",
-  "reboot",
-  "staged",
-  "staged_if_needing_reboot",
-] as const;
+const APPLY_MODES = ["auto", "no_reboot", "reboot", "staged", "staged_if_needing_reboot"] as const;
 
 const ip = z.string().refine((v) => ipFamily(v) !== undefined, {
   error: "expected an IPv4 or IPv6 address such as 192.0.2.10 or 2001:db8::10",
@@ -75,20 +62,16 @@ const nodeNetwork = z.strictObject({
 });
 
 /** How the sites of a multi-site cluster reach each other (see docs/platforms.md). */
-export const CONNECTIVITY = ["kubespan", "routed"] as const;
+const CONNECTIVITY = ["kubespan", "routed"] as const;
 
 /** CNIs the program knows the ports of; `none` leaves the CNI (and its ports) to the operator. */
-export const CNIS = ["flannel", "cilium", "none"] as const;
+const CNIS = ["flannel", "cilium", "none"] as const;
 
 /** Image Factory formats of the Proxmox `nocloud` image (see components/nodes/proxmox/imageFormat.ts). */
-export const PROXMOX_IMAGE_FORMATS = ["qcow2", "raw", "raw.zst", "raw.gz"] as const;
+const PROXMOX_IMAGE_FORMATS = ["qcow2", "raw", "raw.zst", "raw.gz"] as const;
 
 /** How OpenBao's unseal identity authenticates to GCP. */
-export const OPENBAO_CREDENTIALS = [
-  "serviceAccountKey",
-  "workloadIdentity",
-  "existingKey",
-] as const;
+const OPENBAO_CREDENTIALS = ["serviceAccountKey", "workloadIdentity", "existingKey"] as const;
 
 /** Resolvers and time servers; on a site or a node they override the cluster's. */
 const resolvers = {

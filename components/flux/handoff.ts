@@ -2,18 +2,18 @@
 // and the sync objects pointing Flux at Git (inlineManifests) when it bootstraps the cluster. After
 // that Flux owns everything in the cluster; the foundation never talks to the Kubernetes API.
 import { stringify } from "yaml";
-import type { FluxSpec } from "../config/types";
+import type { FluxSpec } from "../spec/types";
 import type { ConfigDocument } from "../talos/patches";
 
 /** Where a Flux release's install manifests are published. */
-export function fluxInstallUrl(version: string): string {
+function fluxInstallUrl(version: string): string {
   return `https://github.com/fluxcd/flux2/releases/download/${version}/install.yaml`;
 }
 
 const NAME = "flux-system";
 
 /** The Kubernetes objects that point Flux at the repository (the deploy key Secret for ssh). */
-export function fluxSyncManifests(
+function fluxSyncManifests(
   flux: FluxSpec,
   deployKey: string | undefined,
 ): Record<string, unknown>[] {

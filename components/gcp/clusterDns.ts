@@ -1,6 +1,6 @@
 import * as gcp from "@pulumi/gcp";
 import * as pulumi from "@pulumi/pulumi";
-import type { DnsSpec } from "../config/types";
+import type { DnsSpec } from "../spec/types";
 import { ipFamily } from "../net";
 
 /** Inputs of a {@link ClusterDns}. */

@@ -1,6 +1,6 @@
 import * as gcp from "@pulumi/gcp";
 import * as pulumi from "@pulumi/pulumi";
-import type { GcpSpec, OpenbaoSpec } from "../config/types";
+import type { GcpSpec, OpenbaoSpec } from "../spec/types";
 import { jwksFromSigningKey } from "./jwks";
 
 /** Inputs of an {@link OpenbaoUnsealKey}. */
@@ -19,10 +19,10 @@ export interface OpenbaoUnsealKeyArgs {
 }
 
 /** Where OpenBao's pod mounts its projected service-account token for GCP (workloadIdentity). */
-export const WORKLOAD_IDENTITY_TOKEN_PATH = "/var/run/secrets/openbao/gcp/token";
+const WORKLOAD_IDENTITY_TOKEN_PATH = "/var/run/secrets/openbao/gcp/token";
 
 /** A Workload Identity pool or provider ID: 4-32 lowercase letters, digits and hyphens. */
-export function workloadIdentityId(clusterName: string, suffix: string): string {
+function workloadIdentityId(clusterName: string, suffix: string): string {
   const id = `${clusterName}-${suffix}`.slice(0, 32).replace(/-+$/, "");
   return id.length >= 4 ? id : `${id}-wif`;
 }
@@ -31,7 +31,7 @@ export function workloadIdentityId(clusterName: string, suffix: string): string 
  * The credential configuration OpenBao's Google client reads (GOOGLE_APPLICATION_CREDENTIALS): trade
  * the pod's projected Kubernetes token (audience: the provider) for a federated GCP token.
  */
-export function externalAccountCredentials(providerName: string): string {
+function externalAccountCredentials(providerName: string): string {
   return JSON.stringify({
     type: "external_account",
     audience: `//iam.googleapis.com/${providerName}`,
@@ -50,13 +50,13 @@ export interface SealStanza {
 }
 
 /** The roles OpenBao's gcpckms seal needs on its key: encrypt/decrypt, and reading the key's metadata. */
-export const UNSEAL_ROLES = [
+const UNSEAL_ROLES = [
   "roles/cloudkms.cryptoKeyEncrypterDecrypter",
   "roles/cloudkms.viewer",
 ] as const;
 
 /** A GCP service-account ID (6–30 characters) for the cluster's unseal identity. */
-export function unsealAccountId(clusterName: string): string {
+function unsealAccountId(clusterName: string): string {
   const id = `${clusterName}-openbao-unseal`.slice(0, 30).replace(/-+$/, "");
   return id.length >= 6 ? id : `${id}-unseal`;
 }

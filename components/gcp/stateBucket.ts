@@ -25,8 +25,8 @@ export interface StateBucketArgs {
 }
 
 /** The roles CI needs to run the app layer against this bucket and key. */
-export const CI_BUCKET_ROLE = "roles/storage.objectAdmin";
-export const CI_KEY_ROLE = "roles/cloudkms.cryptoKeyEncrypterDecrypter";
+const CI_BUCKET_ROLE = "roles/storage.objectAdmin";
+const CI_KEY_ROLE = "roles/cloudkms.cryptoKeyEncrypterDecrypter";
 
 /** A resource-name-safe form of an IAM principal. */
 function memberSlug(member: string): string {

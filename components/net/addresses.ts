@@ -1,4 +1,4 @@
-// Pure address helpers: parsing IPs and CIDRs, subnet membership. No resources, no config.
+// Pure address helpers: parsing IPs and CIDRs, subnet membership, DNS names. No resources, no config.
 import { BlockList, isIPv4, isIPv6 } from "node:net";
 
 /** 4 or 6. */
@@ -47,6 +47,11 @@ export function canonicalIp(ip: string): string {
   return new URL(`http://[${ip}]/`).hostname.slice(1, -1);
 }
 
+/** A host prefix for an address (`/32` or `/128`). */
+export function hostPrefix(address: string): string {
+  return `${address}/${ipFamily(address) === 6 ? 128 : 32}`;
+}
+
 /** `host:port` with IPv6 hosts bracketed. */
 export function hostPort(host: string, port: number): string {
   return ipFamily(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
@@ -58,6 +63,17 @@ export function isDnsName(value: string): boolean {
     value.length <= 253 &&
     value.split(".").every((label) => /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i.test(label))
   );
+}
+
+/** `example.net.` for `example.net` or `example.net.` */
+export function fqdn(name: string): string {
+  return name.endsWith(".") ? name : `${name}.`;
+}
+
+/** True when `name` is `domain` or a name below it (case and trailing dots ignored). */
+export function inZone(name: string, domain: string): boolean {
+  const [n, d] = [fqdn(name).toLowerCase(), fqdn(domain).toLowerCase()];
+  return n === d || n.endsWith(`.${d}`);
 }
 
 /** True for a MAC address written as six colon-separated hex pairs. */

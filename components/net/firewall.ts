@@ -35,7 +35,7 @@ const TALOS_AND_KUBERNETES: readonly PortRule[] = [
 ];
 
 /** Each CNI's node-to-node flows. `none`: the operator's CNI, whose ports the program cannot know. */
-export const CNI_RULES: Readonly<Record<"flannel" | "cilium" | "none", readonly PortRule[]>> = {
+const CNI_RULES: Readonly<Record<"flannel" | "cilium" | "none", readonly PortRule[]>> = {
   flannel: [udp(4789, "all", "all", "flannel VXLAN")],
   cilium: [
     udp(8472, "all", "all", "Cilium VXLAN (tunnel mode)"),
@@ -47,7 +47,7 @@ export const CNI_RULES: Readonly<Record<"flannel" | "cilium" | "none", readonly 
 };
 
 /** KubeSpan's WireGuard port: everything between nodes travels inside it. */
-export const KUBESPAN_RULE: PortRule = udp(
+const KUBESPAN_RULE: PortRule = udp(
   51820,
   "all",
   "anywhere",

@@ -12,7 +12,7 @@ export interface AddressRange {
 const BITS: Record<IpFamily, number> = { 4: 32, 6: 128 };
 
 /** The address as an unsigned integer (IPv4: 32 bits, IPv6: 128 bits). */
-export function ipToBigInt(ip: string): bigint {
+function ipToBigInt(ip: string): bigint {
   const family = ipFamily(ip);
   if (family === 4) {
     return ip.split(".").reduce((n, octet) => (n << 8n) | BigInt(Number(octet)), 0n);

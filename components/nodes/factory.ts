@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import type { ClusterSpec, NodeSpec, OciSpec, OpenstackSpec, ProxmoxSpec } from "../config/types";
+import type { ClusterSpec, NodeSpec, OciSpec, OpenstackSpec, ProxmoxSpec } from "../spec/types";
 import { hasGuestAgent, ImageCatalog } from "../talos/imageFactory";
 import { BareMetalNode } from "./baremetal/node";
 import type { MachineRequest, TalosMachine } from "./machine";

@@ -1,7 +1,7 @@
 // The one interface every platform implements. The cluster component only knows how a node takes its
 // configuration (pushed to an address, or handed over as user data at creation) and where it answers.
 import * as pulumi from "@pulumi/pulumi";
-import type { NodeSpec } from "../config/types";
+import type { NodeSpec } from "../spec/types";
 
 /** What the Talos provider does to a node when its pushed configuration is removed from the stack. */
 export interface OnDestroyAction {

@@ -9,12 +9,6 @@
 // a StackReference to the stack itself (the engine allows it: the builtin provider asks the backend for
 // the named stack's latest checkpoint, which during an update still holds the previous run's outputs,
 // and a stack never deployed reads as no outputs).
-//
-// Alternatives weighed: the `import` option (adopt instead of create; the provider's import sets only
-// the id) conflicts with ignoreChanges on `node` and `clientConfiguration`: the engine resets ignored
-// inputs to the imported state, where they are null, and the provider's Check (its ValidateConfig)
-// rejects a Bootstrap without client configuration. Adopting silently would also hide that the state
-// lost a resource; a refusal says so and names the fixes.
 import * as pulumi from "@pulumi/pulumi";
 import {
   type BootstrapHistory,
@@ -30,7 +24,7 @@ import {
 const READ = [BOOTSTRAP_OUTPUT, "kubeconfig", "talosconfig"] as const;
 
 /** The running stack's fully qualified name, as a StackReference to it takes it. */
-export function ownStackName(): string {
+function ownStackName(): string {
   return `${pulumi.getOrganization()}/${pulumi.getProject()}/${pulumi.getStack()}`;
 }
 

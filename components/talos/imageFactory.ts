@@ -3,15 +3,13 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as talos from "@pulumiverse/talos";
 import { stringify } from "yaml";
-import type { Architecture, ImageFactorySpec } from "../config/types";
-import type { Platform } from "../config/schema";
+import type { Architecture, ImageFactorySpec, Platform } from "../spec/types";
 
 /** The schematic of the plain Talos image (no extensions, no kernel args). */
-export const VANILLA_SCHEMATIC_ID =
-  "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba";
+const VANILLA_SCHEMATIC_ID = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba";
 
 /** The Talos image platform each node platform boots (`nocloud-amd64.raw.xz`, `metal-installer`, …). */
-export const IMAGE_PLATFORM: Readonly<Record<Platform, string>> = {
+const IMAGE_PLATFORM: Readonly<Record<Platform, string>> = {
   proxmox: "nocloud",
   baremetal: "metal",
   oci: "oracle",
@@ -19,10 +17,10 @@ export const IMAGE_PLATFORM: Readonly<Record<Platform, string>> = {
 };
 
 /** The Image Factory serves images and installers here (the provider's default). */
-export const IMAGE_FACTORY_URL = "https://factory.talos.dev";
+const IMAGE_FACTORY_URL = "https://factory.talos.dev";
 
 /** The extensions of one platform's image for one architecture: global, per platform, per architecture. */
-export function imageExtensions(
+function imageExtensions(
   factory: ImageFactorySpec,
   platform: Platform,
   architecture: Architecture,
@@ -37,7 +35,7 @@ export function imageExtensions(
 }
 
 /** The schematic YAML for a platform and architecture, or undefined when the vanilla (or a named) schematic will do. */
-export function schematicYaml(
+function schematicYaml(
   factory: ImageFactorySpec,
   platform: Platform,
   architecture: Architecture = "amd64",

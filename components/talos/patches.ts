@@ -2,14 +2,14 @@
 // network document); renderPatches turns a list into the YAML strings `getConfiguration` takes.
 // Pure: no resources, no Outputs.
 import { stringify } from "yaml";
-import { hostPrefix } from "../config/sites";
-import type { ClusterSpec, NodeNetworkSpec, NodeResolvers, NodeSpec } from "../config/types";
+import { hostPrefix } from "../net/addresses";
+import type { ClusterSpec, NodeNetworkSpec, NodeResolvers, NodeSpec } from "../spec/types";
 
 /** One config document or v1alpha1 fragment. */
 export type ConfigDocument = Record<string, unknown>;
 
 /** The alias given to a node's primary NIC when it is selected by MAC. */
-export const PRIMARY_LINK_ALIAS = "net0";
+const PRIMARY_LINK_ALIAS = "net0";
 
 const doc = (kind: string, body: Record<string, unknown>): ConfigDocument => ({
   apiVersion: "v1alpha1",
@@ -31,7 +31,7 @@ export function linkAliasDocument(alias: string, mac: string): ConfigDocument {
 }
 
 /** The link the node's network documents configure: the MAC alias, or the named interface. */
-export function linkName(network: NodeNetworkSpec): string {
+function linkName(network: NodeNetworkSpec): string {
   if (network.mac) return PRIMARY_LINK_ALIAS;
   if (network.interface) return network.interface;
   throw new Error(
@@ -54,12 +54,12 @@ export function linkDocument(network: NodeNetworkSpec): ConfigDocument {
 }
 
 /** A layer-2 VIP for the Kubernetes API, announced by one control plane at a time. */
-export function vipDocument(vip: string, link: string): ConfigDocument {
+function vipDocument(vip: string, link: string): ConfigDocument {
   return doc("Layer2VIPConfig", { name: vip, link });
 }
 
 /** DNS servers and search domains. */
-export function resolverDocument(
+function resolverDocument(
   nameservers: readonly string[],
   searchDomains: readonly string[],
 ): ConfigDocument {
@@ -70,17 +70,17 @@ export function resolverDocument(
 }
 
 /** NTP servers. */
-export function timeSyncDocument(servers: readonly string[]): ConfigDocument {
+function timeSyncDocument(servers: readonly string[]): ConfigDocument {
   return doc("TimeSyncConfig", { ntp: { servers: [...servers] } });
 }
 
 /** The install disk and the installer image (used by installs and as the upgrade reference). */
-export function installPatch(disk: string, image: string): ConfigDocument {
+function installPatch(disk: string, image: string): ConfigDocument {
   return { machine: { install: { disk, image } } };
 }
 
 /** Extra names on the Talos API and Kubernetes API certificates. */
-export function certSansPatch(sans: readonly string[]): ConfigDocument {
+function certSansPatch(sans: readonly string[]): ConfigDocument {
   return { machine: { certSANs: [...sans] }, cluster: { apiServer: { certSANs: [...sans] } } };
 }
 
@@ -99,17 +99,17 @@ export function clusterNetworkPatch(network: ClusterSpec["network"]): ConfigDocu
 }
 
 /** Lets workloads run on control planes (clusters without workers). */
-export function schedulingPatch(allow: boolean): ConfigDocument {
+function schedulingPatch(allow: boolean): ConfigDocument {
   return { cluster: { allowSchedulingOnControlPlanes: allow } };
 }
 
 /** Kubernetes node labels. */
-export function nodeLabelsPatch(labels: Readonly<Record<string, string>>): ConfigDocument {
+function nodeLabelsPatch(labels: Readonly<Record<string, string>>): ConfigDocument {
   return { machine: { nodeLabels: { ...labels } } };
 }
 
 /** The certificate SANs a cluster needs: its endpoint, its VIP, and any extras, once each. */
-export function clusterSans(cluster: ClusterSpec): string[] {
+function clusterSans(cluster: ClusterSpec): string[] {
   return [
     ...new Set([cluster.endpoint, ...(cluster.vip ? [cluster.vip] : []), ...cluster.certSANs]),
   ];
@@ -119,7 +119,7 @@ export function clusterSans(cluster: ClusterSpec): string[] {
  * KubeSpan: a WireGuard mesh between every node (UDP 51820), peers found through Talos' discovery
  * service, so nodes at different sites reach each other's addresses without routes between them.
  */
-export function kubeSpanDocuments(): ConfigDocument[] {
+function kubeSpanDocuments(): ConfigDocument[] {
   return [
     doc("KubeSpanConfig", { enabled: true }),
     // KubeSpan finds its peers through cluster discovery (on by default; stated, not assumed).
@@ -128,7 +128,7 @@ export function kubeSpanDocuments(): ConfigDocument[] {
 }
 
 /** Pins the node IPs the kubelet reports (the health check finds nodes by them). */
-export function kubeletNodeIpPatch(addresses: readonly string[]): ConfigDocument {
+function kubeletNodeIpPatch(addresses: readonly string[]): ConfigDocument {
   return { machine: { kubelet: { nodeIP: { validSubnets: addresses.map(hostPrefix) } } } };
 }
 
@@ -136,7 +136,7 @@ export function kubeletNodeIpPatch(addresses: readonly string[]): ConfigDocument
  * The user volume `data`: the node's whole extra disk (OpenStack's data volume), formatted by Talos
  * and mounted at /var/mnt/data. `disk` volumes take no sizes (a `partition` would need a minSize).
  */
-export function dataVolumeDocument(): ConfigDocument {
+function dataVolumeDocument(): ConfigDocument {
   return doc("UserVolumeConfig", {
     name: DATA_VOLUME_NAME,
     volumeType: "disk",
@@ -145,10 +145,10 @@ export function dataVolumeDocument(): ConfigDocument {
 }
 
 /** The name of the user volume on a node's extra data disk (mounted at /var/mnt/<name>). */
-export const DATA_VOLUME_NAME = "data";
+const DATA_VOLUME_NAME = "data";
 
 /** A node's resolver and time documents; none where it keeps the platform's or Talos' defaults. */
-export function resolverDocuments(resolvers: NodeResolvers): ConfigDocument[] {
+function resolverDocuments(resolvers: NodeResolvers): ConfigDocument[] {
   const { nameservers, searchDomains, ntpServers } = resolvers;
   return [
     ...(nameservers.length + searchDomains.length > 0
@@ -186,9 +186,7 @@ function pinsKubeletAddresses(node: NodeSpec): boolean {
 }
 
 /** The node's primary link, when its config names it: the documents that set it up, and its name. */
-export function primaryLink(
-  node: NodeSpec,
-): { documents: ConfigDocument[]; link: string } | undefined {
+function primaryLink(node: NodeSpec): { documents: ConfigDocument[]; link: string } | undefined {
   switch (node.platform) {
     case "proxmox":
     case "baremetal": {
@@ -255,7 +253,7 @@ const rendered = new Map<string, string>();
 const RENDERED_MAX = 256;
 
 /** Serializes documents, one YAML patch per document. */
-export function renderPatches(documents: readonly ConfigDocument[]): string[] {
+function renderPatches(documents: readonly ConfigDocument[]): string[] {
   return documents.map((document) => {
     const key = JSON.stringify(document);
     let yaml = rendered.get(key);

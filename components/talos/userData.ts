@@ -2,10 +2,10 @@
 // an oversized one from reaching a machine.
 // Pure, and free of the Pulumi SDK: stack-file validation uses it offline (userDataGate.ts holds the
 // check on the generated configs).
-import type { CloudNodeSpecs, NodeSpec } from "../config/types";
+import type { CloudNodeSpecs, NodeSpec } from "../spec/types";
 
 /** Each user-data platform's limit, in bytes after base64, and where it comes from. */
-export const USER_DATA_LIMITS: Readonly<
+const USER_DATA_LIMITS: Readonly<
   Record<CloudNodeSpecs["platform"], { bytes: number; name: string; rule: string }>
 > = {
   oci: { bytes: 32_000, name: "OCI", rule: "instance metadata, counted after base64" },
@@ -17,7 +17,7 @@ export const USER_DATA_LIMITS: Readonly<
  * patch: the static estimate adds the patches to these. The exact size is checked again once the
  * config is generated.
  */
-export const GENERATED_CONFIG_ALLOWANCE: Readonly<Record<"controlplane" | "worker", number>> = {
+const GENERATED_CONFIG_ALLOWANCE: Readonly<Record<"controlplane" | "worker", number>> = {
   controlplane: 10_000,
   worker: 6_000,
 };

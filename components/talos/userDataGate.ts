@@ -1,7 +1,7 @@
 // The gate on the generated machine configs: no user-data machine is created until every one of
 // them is known to fit its platform's limit. Apart from userData.ts, which validation uses offline.
 import * as pulumi from "@pulumi/pulumi";
-import type { NodeSpec } from "../config/types";
+import type { NodeSpec } from "../spec/types";
 import { base64Length, hasUserDataLimit, userDataProblem } from "./userData";
 
 /**

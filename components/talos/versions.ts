@@ -1,6 +1,6 @@
 // Talos and Kubernetes version rules, from Talos' own support matrix. Pure: no resources, no config.
-// semver's functions one by one: its index loads every module of the package (~25 ms), and the CLI
-// parses versions before any command runs.
+// semver's functions are imported one by one: its index loads the whole package, and the CLI parses
+// versions before any command runs.
 import type * as semver from "semver";
 import semverCompare from "semver/functions/compare";
 import semverParse from "semver/functions/parse";

@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import type { BaremetalNodeSpec } from "../../config/types";
+import type { BaremetalNodeSpec } from "../../spec/types";
 import type { ConfigDelivery, TalosMachine } from "../machine";
 
 /** Inputs of a {@link BareMetalNode}. */

@@ -1,6 +1,6 @@
 import * as oci from "@pulumi/oci";
 import * as pulumi from "@pulumi/pulumi";
-import type { OciNodeSpec, OciSpec } from "../../config/types";
+import type { OciNodeSpec, OciSpec } from "../../spec/types";
 import type { ConfigDelivery, TalosMachine } from "../machine";
 import { spread } from "../placement";
 import type { OciPlatform } from "./platform";

@@ -1,6 +1,6 @@
 import * as oci from "@pulumi/oci";
 import * as pulumi from "@pulumi/pulumi";
-import type { OciSpec } from "../../config/types";
+import type { OciSpec } from "../../spec/types";
 
 /** Inputs of an {@link OciPlatform}. */
 export interface OciPlatformArgs {
@@ -14,7 +14,7 @@ export interface OciPlatformArgs {
 }
 
 /** What the Talos `oracle` image needs from the VM, declared on the imported image (no tenancy defaults). */
-export const IMAGE_CAPABILITIES: Readonly<Record<string, string>> = Object.fromEntries(
+const IMAGE_CAPABILITIES: Readonly<Record<string, string>> = Object.fromEntries(
   (
     [
       // Talos' oracle images boot with UEFI only (arm64 has no BIOS at all).

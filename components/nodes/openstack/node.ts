@@ -1,6 +1,6 @@
 import * as openstack from "@pulumi/openstack";
 import * as pulumi from "@pulumi/pulumi";
-import type { OpenstackNodeSpec, OpenstackSpec } from "../../config/types";
+import type { OpenstackNodeSpec, OpenstackSpec } from "../../spec/types";
 import type { ConfigDelivery, TalosMachine } from "../machine";
 import { spread } from "../placement";
 import type { OpenstackPlatform } from "./platform";

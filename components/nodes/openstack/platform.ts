@@ -1,6 +1,6 @@
 import * as openstack from "@pulumi/openstack";
 import * as pulumi from "@pulumi/pulumi";
-import type { ClusterSpec, OpenstackSpec, SiteSpec } from "../../config/types";
+import type { ClusterSpec, OpenstackSpec, SiteSpec } from "../../spec/types";
 import { ipFamily, parseCidr } from "../../net";
 import { type NodeSet, nodePortRules, type PortRule, WORKSTATION_RULES } from "../../net/firewall";
 import type { PlatformImage } from "../../talos/imageFactory";
@@ -36,7 +36,7 @@ function protocolOf(rule: PortRule, ethertype: "IPv4" | "IPv6"): string {
 }
 
 /** Security-group rule arguments of one flow from one remote: both ethertypes for a group. */
-export function ruleArgs(
+function ruleArgs(
   rule: PortRule,
   remote: Remote,
 ): {

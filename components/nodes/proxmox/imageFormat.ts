@@ -6,7 +6,7 @@
 // - `iso` content must be named `.iso` or `.img`.
 // - The provider creates a disk from `import` content with `importFrom` through the API, and from any
 //   other file (`fileId`) with `qm disk import` over SSH.
-import type { ProxmoxSpec } from "../../config/types";
+import type { ProxmoxSpec } from "../../spec/types";
 
 /** One way of getting the image onto a host and into a disk. */
 export interface ProxmoxImageFormat {

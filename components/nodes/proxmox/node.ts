@@ -1,6 +1,6 @@
 import * as proxmoxve from "@muhlba91/pulumi-proxmoxve";
 import * as pulumi from "@pulumi/pulumi";
-import type { ProxmoxNodeSpec } from "../../config/types";
+import type { ProxmoxNodeSpec } from "../../spec/types";
 import { parseCidr } from "../../net";
 import type { ConfigDelivery, TalosMachine } from "../machine";
 import type { ProxmoxPlatform } from "./platform";
@@ -21,7 +21,7 @@ export interface ProxmoxNodeArgs {
  * The VM's cloud-init network settings: its first IPv4 and first IPv6 address with their gateways, so
  * the nocloud image comes up in maintenance mode at the address the config is pushed to.
  */
-export function cloudInitIpConfig(node: ProxmoxNodeSpec): {
+function cloudInitIpConfig(node: ProxmoxNodeSpec): {
   ipv4?: { address: string; gateway?: string };
   ipv6?: { address: string; gateway?: string };
 } {

@@ -1,6 +1,6 @@
 import * as proxmoxve from "@muhlba91/pulumi-proxmoxve";
 import * as pulumi from "@pulumi/pulumi";
-import type { ProxmoxSpec } from "../../config/types";
+import type { ProxmoxSpec } from "../../spec/types";
 import { diskImageUrl, type PlatformImage } from "../../talos/imageFactory";
 import { imageFileName, PROXMOX_IMAGE_FORMATS, type ProxmoxImageFormat } from "./imageFormat";
 
@@ -18,10 +18,10 @@ export interface ProxmoxPlatformArgs {
 }
 
 /** Seconds a host may take to download the image (the provider's default is 600). */
-export const IMAGE_DOWNLOAD_TIMEOUT_SECONDS = 1800;
+const IMAGE_DOWNLOAD_TIMEOUT_SECONDS = 1800;
 
 /** The provider's `ssh` block: only when the stack asks for SSH (the API-only path needs none). */
-export function providerSsh(
+function providerSsh(
   settings: ProxmoxSpec,
   privateKey: pulumi.Output<string> | undefined,
 ): proxmoxve.types.input.ProviderSsh | undefined {

@@ -1,0 +1,75 @@
+// Every check of a foundation stack file, in the order its problems are listed. Each rule lives in the
+// file of its subject; this list only orders them. (The app and bootstrap layers' checks: ../app.ts,
+// ../bootstrap.ts.)
+import {
+  clusterRanges,
+  kubeletFamily,
+  nodeAddresses,
+  nodeNetworks,
+  unicastMacs,
+} from "./addresses";
+import { plainTextCredentials, proxmoxEndpoint } from "./credentials";
+import { endpoint } from "./endpoint";
+import { architectureExtensions, imageFactory, proxmoxImage } from "./images";
+import { unknownKeys } from "./keys";
+import { nodeLabels } from "./labels";
+import {
+  controlPlaneMemory,
+  platformSettings,
+  proxmoxHosts,
+  uniqueness,
+  workloadPlacement,
+} from "./nodes";
+import { talosPatches } from "./patches";
+import { applyMode, controlPlaneCount, openstackAntiAffinity, quorumPlacement } from "./quorum";
+import type { Rule } from "./rule";
+import { sectionSchemas } from "./schema";
+import {
+  dnsRecords,
+  fluxSettings,
+  openbaoCredentials,
+  openbaoRotation,
+  services,
+} from "./services";
+import { connectivity, routedSites } from "./sites";
+import { userDataSize } from "./userData";
+import { versions } from "./versions";
+import { vip } from "./vip";
+
+/** The foundation's rules, in the order their problems are listed. */
+export const RULES: readonly Rule[] = [
+  unknownKeys,
+  plainTextCredentials,
+  sectionSchemas,
+  versions,
+  endpoint,
+  imageFactory,
+  controlPlaneCount,
+  uniqueness,
+  platformSettings,
+  proxmoxHosts,
+  nodeNetworks,
+  controlPlaneMemory,
+  vip,
+  services,
+  connectivity,
+  routedSites,
+  kubeletFamily,
+  applyMode,
+  proxmoxImage,
+  architectureExtensions,
+  openbaoCredentials,
+  quorumPlacement,
+  openstackAntiAffinity,
+  workloadPlacement,
+  nodeAddresses,
+  clusterRanges,
+  unicastMacs,
+  nodeLabels,
+  proxmoxEndpoint,
+  fluxSettings,
+  dnsRecords,
+  openbaoRotation,
+  talosPatches,
+  userDataSize,
+];

@@ -1,3 +1,0 @@
-export * from "./clusterDns";
-export * from "./openbaoUnseal";
-export * from "./stateBucket";

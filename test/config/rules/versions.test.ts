@@ -1,0 +1,33 @@
+// components/config/rules/versions.ts: Talos, Kubernetes and config-contract versions that fit.
+import { itRefuses, proxmoxCluster, RuleCase } from "../../fixtures";
+
+const cases: RuleCase[] = [
+  {
+    rule: "a Kubernetes version the Talos version does not support",
+    base: proxmoxCluster,
+    broken: (v) => (v.cluster.kubernetesVersion = "1.37.0"),
+    problems: [
+      'cluster.kubernetesVersion: Talos 1.13 does not support Kubernetes 1.37; got "1.37.0". Use Kubernetes 1.31 to 1.36, or another Talos version',
+    ],
+  },
+  {
+    rule: "a Talos release line this program does not know",
+    base: proxmoxCluster,
+    broken: (v) => (v.cluster.talosVersion = "v1.9.0"),
+    problems: [
+      'cluster.talosVersion: unknown Talos release line 1.9; got "v1.9.0". This program knows Talos 1.10 to 1.14',
+    ],
+  },
+  {
+    rule: "a config contract newer than Talos",
+    base: proxmoxCluster,
+    broken: (v) => (v.cluster.configContract = "v1.14.0"),
+    problems: [
+      'cluster.configContract: is newer than cluster.talosVersion; got "v1.14.0". Use 1.13 or older',
+    ],
+  },
+];
+
+describe("rules: versions", () => {
+  itRefuses(cases);
+});
