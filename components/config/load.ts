@@ -6,7 +6,6 @@ import { runtimeStackValues } from "./runtimeValues";
 import type { PlatformSpec } from "../spec/types";
 import { validatePlatformConfig } from "./validate";
 
-export { FOUNDATION_SECRET_KEYS } from "./keys";
 
 /** Secret inputs that never live in plain text in the stack file. */
 export interface PlatformSecrets {

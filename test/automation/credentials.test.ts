@@ -5,7 +5,7 @@ import { runCli } from "../../automation/cli";
 import { CREDENTIALS, resolveCredentials } from "../../automation/credentials";
 import { APP_SECRET_KEYS } from "../../components/config/app";
 import { BOOTSTRAP_SECRET_KEYS } from "../../components/config/bootstrap";
-import { FOUNDATION_SECRET_KEYS } from "../../components/config/load";
+import { FOUNDATION_SECRET_KEYS } from "../../components/config/keys";
 import { ExitCode, UserError } from "../../automation/errors";
 import { resolveLayer, readStackFile } from "../../automation/layers";
 import { RUN_SECRETS_ENV } from "../../components/config/runSecretsEnv";

@@ -8,7 +8,7 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { StackConfigError } from "../../components/config";
+import { StackConfigError } from "../../components/config/problems";
 import { ROOT } from "../harness";
 
 const PRELOAD = path.join(ROOT, "test", "fixtures", "preload", "loadedModules.js");
