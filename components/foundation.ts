@@ -1,14 +1,24 @@
-// The foundation layer's program: read and validate the stack, build the cluster and the services
-// around it (OpenBao's unseal key, DNS, the Flux handoff), return the outputs. Nothing here talks to
-// anything running in the cluster, so it previews and applies while the cluster is down.
+// The foundation layer's program: read and validate the stack, read what the cluster runs from the
+// stack's last outputs, build the cluster for that (talos/convergence.ts: disruptive changes wait
+// for the CLI's sequenced `platform up`) and the services around it (OpenBao's unseal key, DNS, the
+// Flux handoff), return the outputs. Nothing here talks to anything running in the cluster, so it
+// previews and applies while the cluster is down.
 import * as gcp from "@pulumi/gcp";
 import * as pulumi from "@pulumi/pulumi";
 import { loadPlatformConfig } from "./config/load";
+import { StackConfigError } from "./config/problems";
 import type { NodeSpec, PlatformSpec } from "./spec/types";
 import { fluxHandoffPatch } from "./flux/handoff";
 import { ClusterDns, endpointRecords } from "./gcp/clusterDns";
 import { OpenbaoUnsealKey, SealStanza } from "./gcp/openbaoUnseal";
 import type { EtcdBootstrapRecord } from "./talos/bootstrapRecord";
+import {
+  converge,
+  convergeRequest,
+  lastDeployment,
+  type PendingChanges,
+} from "./talos/convergence";
+import { readLastOutputs } from "./talos/lastOutputs";
 import { AddressesByName, TalosCluster } from "./talosCluster";
 
 /** The foundation stack's outputs. */
@@ -22,16 +32,22 @@ export interface FoundationOutputs {
   readonly kubeletAddresses: pulumi.Output<AddressesByName>;
   /** How `up` applied each pushed node's config (`staged`: waits for `rollout`), by node name. */
   readonly applyModes: pulumi.Output<Record<string, string>>;
+  /** The Talos version the cluster runs (the stack file's once `platform up` rolled it out). */
   readonly talosVersion: string;
+  /** The Kubernetes version every config is generated for: what the cluster runs. */
   readonly kubernetesVersion: string;
   /** The config contract the machine configs were generated for: `up` compares the next one with it. */
   readonly configContract: string;
+  /** What the stack file asks for that waits for the sequenced `platform up` (convergence.ts). */
+  readonly pendingChanges: PendingChanges;
   /** Hash of the config applied to each pushed node, by node name. */
   readonly configHashes: pulumi.Output<Record<string, string>>;
   /** Each node's machine config as generated (secret), by node name: drift checks compare nodes to it. */
   readonly machineConfigurations: pulumi.Output<Record<string, string>>;
-  /** Each node's installer image, by node name: upgrades use it with the target version's tag. */
+  /** The installer image each node runs, by node name: upgrades use it with the target version's tag. */
   readonly installerImages: pulumi.Output<Record<string, string>>;
+  /** The installer image the stack asks for, by node name: a roll upgrades each node to it. */
+  readonly desiredInstallers: pulumi.Output<Record<string, string>>;
   /** Set once etcd is bootstrapped: later runs never bootstrap this cluster again (bootstrapRecord.ts). */
   readonly etcdBootstrap: pulumi.Output<EtcdBootstrapRecord | undefined>;
   /** Admin kubeconfig (secret). */
@@ -69,14 +85,35 @@ function staticAddress(node: NodeSpec): string | undefined {
     : node.declaredAddress;
 }
 
-/** Runs the foundation program for the current stack. Throws before creating anything if the stack file is invalid. */
-export function foundation(): FoundationOutputs {
+/**
+ * Runs the foundation program for the current stack. Throws before creating anything when the stack
+ * file is invalid or asks for a change only the sequenced `platform up` may make.
+ */
+export async function foundation(): Promise<FoundationOutputs> {
   const { spec, secrets } = loadPlatformConfig();
   const { services } = spec;
   const flux = services.flux;
+  const stackFile = `Pulumi.${pulumi.getStack()}.yaml`;
+  const lastOutputs = await readLastOutputs(spec.cluster.name);
+  if ("error" in lastOutputs) {
+    throw new StackConfigError(stackFile, [
+      `the stack's last outputs: what the cluster runs cannot be read, so nothing is changed; got ${JSON.stringify(lastOutputs.error)}. Check access to the stack's backend and rerun`,
+    ]);
+  }
+  const plan = converge(
+    { ...spec.cluster, nodes: spec.nodes },
+    lastDeployment(lastOutputs.values),
+    convergeRequest(),
+    pulumi.getStack(),
+  );
+  if (plan.refusals.length > 0) throw new StackConfigError(stackFile, plan.refusals);
+  for (const warning of plan.warnings) void pulumi.log.warn(warning);
+  const nodes = spec.nodes.filter((node) => plan.registered.has(node.name));
   const cluster = new TalosCluster(spec.cluster.name, {
     cluster: spec.cluster,
-    nodes: spec.nodes,
+    nodes,
+    running: plan,
+    lastOutputs,
     platforms: {
       proxmox: spec.proxmox && {
         settings: spec.proxmox,
@@ -115,7 +152,9 @@ export function foundation(): FoundationOutputs {
     new ClusterDns(`${spec.cluster.name}-dns`, {
       settings: services.dns,
       project: services.gcp!.project,
-      endpointRecords: endpointRecords(endpointAddresses(spec, cluster.controlPlanes)),
+      endpointRecords: endpointRecords(
+        endpointAddresses({ ...spec, nodes }, cluster.controlPlanes),
+      ),
       provider: provider!,
     });
 
@@ -127,12 +166,14 @@ export function foundation(): FoundationOutputs {
       .apply(([controlplane, worker]) => ({ controlplane, worker })),
     kubeletAddresses: cluster.kubeletAddresses,
     applyModes: cluster.applyModes,
-    talosVersion: spec.cluster.talosVersion,
-    kubernetesVersion: spec.cluster.kubernetesVersion,
-    configContract: spec.cluster.configContract,
+    talosVersion: plan.talosVersion,
+    kubernetesVersion: plan.kubernetesVersion,
+    configContract: plan.configContract,
+    pendingChanges: plan.pending,
     configHashes: cluster.configHashes,
     machineConfigurations: cluster.machineConfigurations,
     installerImages: cluster.installerImages,
+    desiredInstallers: cluster.desiredInstallers,
     etcdBootstrap: cluster.etcdBootstrap,
     kubeconfig: cluster.kubeconfig,
     kubernetesCaCertificate: cluster.kubernetesCaCertificate,

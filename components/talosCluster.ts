@@ -6,6 +6,8 @@ import { MachineFactory, PlatformSettings } from "./nodes/factory";
 import type { OnDestroyAction, TalosMachine } from "./nodes/machine";
 import type { ClusterSpec, NodeSpec } from "./spec/types";
 import { BootstrapGuard } from "./talos/bootstrapGuard";
+import type { Convergence } from "./talos/convergence";
+import type { LastOutputs } from "./talos/lastOutputs";
 import type { EtcdBootstrapRecord } from "./talos/bootstrapRecord";
 import { clientCredentials, ClientCredentials, machineSecretsInput } from "./talos/credentials";
 import { ImageCatalog } from "./talos/imageFactory";
@@ -22,6 +24,13 @@ export interface TalosClusterArgs {
    * @default []
    */
   readonly controlPlaneDocuments?: pulumi.Input<ConfigDocument[]>;
+  /**
+   * What the cluster runs, which configs are generated for (talos/convergence.ts): the Kubernetes
+   * version, the config contract and each existing node's installer image.
+   */
+  readonly running: Pick<Convergence, "kubernetesVersion" | "configContract" | "runningInstallers">;
+  /** The stack's last outputs (the bootstrap guard reads them). */
+  readonly lastOutputs: LastOutputs;
 }
 
 /** One node of the cluster: its machine and, for pushed configs, the apply that configures it. */
@@ -63,8 +72,13 @@ export class TalosCluster extends pulumi.ComponentResource {
   public readonly configHashes: pulumi.Output<Record<string, string>>;
   /** Each node's generated machine config (secret), by node name: what drift checks compare against. */
   public readonly machineConfigurations: pulumi.Output<Record<string, string>>;
-  /** Each node's Image Factory installer (platform, architecture, schematic, version), by node name. */
+  /**
+   * The Image Factory installer each node runs and its config carries, by node name: the stack's
+   * for a new node, else the one it was installed or last upgraded with (convergence.ts).
+   */
   public readonly installerImages: pulumi.Output<Record<string, string>>;
+  /** The installer the stack asks for (platform, architecture, schematic, version), by node name. */
+  public readonly desiredInstallers: pulumi.Output<Record<string, string>>;
   /** The health check's result; undefined on previews or when disabled. */
   public readonly health?: pulumi.Output<talos.cluster.GetHealthResult>;
   /**
@@ -79,13 +93,13 @@ export class TalosCluster extends pulumi.ComponentResource {
 
   constructor(name: string, args: TalosClusterArgs, opts?: pulumi.ComponentResourceOptions) {
     super("platform:talos:Cluster", name, {}, opts);
-    const { cluster, nodes } = args;
+    const { cluster, nodes, running } = args;
 
     // Lowering talosVersion on this resource would regenerate the PKI and orphan every node, so the
     // contract it was created with is kept, and deleting it needs an explicit unprotect.
     this.secrets = new talos.machine.Secrets(
       `${name}-secrets`,
-      { talosVersion: cluster.configContract },
+      { talosVersion: running.configContract },
       {
         parent: this,
         protect: true,
@@ -104,7 +118,7 @@ export class TalosCluster extends pulumi.ComponentResource {
 
     // One installer Output per platform and architecture, shared by its nodes.
     const installerOf = new Map<string, pulumi.Output<string>>();
-    const installers = nodes.map((node) => {
+    const desiredInstallers = nodes.map((node) => {
       const key = `${node.platform}/${node.architecture}`;
       let installer = installerOf.get(key);
       if (!installer) {
@@ -112,6 +126,11 @@ export class TalosCluster extends pulumi.ComponentResource {
         installerOf.set(key, installer);
       }
       return installer;
+    });
+    // A node's config names the installer it runs: a new image reaches it through the CLI's roll.
+    const installers = nodes.map((node, i) => {
+      const runs = running.runningInstallers[node.name];
+      return runs === undefined ? desiredInstallers[i] : pulumi.output(runs);
     });
     const configs = nodes.map((node, i) => {
       const installer = installers[i];
@@ -127,8 +146,8 @@ export class TalosCluster extends pulumi.ComponentResource {
               .apply(([image, services]) =>
                 machinePatches(cluster, node, image, node.role === "controlplane" ? services : []),
               ),
-            kubernetesVersion: cluster.kubernetesVersion,
-            talosVersion: cluster.configContract,
+            kubernetesVersion: running.kubernetesVersion,
+            talosVersion: running.configContract,
             docs: false,
             examples: false,
           },
@@ -169,11 +188,12 @@ export class TalosCluster extends pulumi.ComponentResource {
     // that once the stack's outputs record the bootstrap (bootstrapGuard.ts). Its URN is pinned by a
     // test: a rename or a new parent needs an alias to the old one.
     const bootstrapName = `${name}-bootstrap`;
-    const guard = new BootstrapGuard(
-      name,
-      { resource: bootstrapName, node: first.node.name, caCertificate: client.caCertificate },
-      this,
-    );
+    const guard = new BootstrapGuard(name, {
+      resource: bootstrapName,
+      node: first.node.name,
+      caCertificate: client.caCertificate,
+      lastOutputs: args.lastOutputs,
+    });
     const bootstrap = new talos.machine.Bootstrap(
       bootstrapName,
       {
@@ -263,6 +283,7 @@ export class TalosCluster extends pulumi.ComponentResource {
         .apply((list) => Object.fromEntries(list.map((v, i) => [nodes[i].name, v])));
     this.machineConfigurations = pulumi.secret(byNodeName(configs));
     this.installerImages = byNodeName(installers);
+    this.desiredInstallers = byNodeName(desiredInstallers);
 
     this.registerOutputs({
       endpoint: this.endpoint,
@@ -276,6 +297,7 @@ export class TalosCluster extends pulumi.ComponentResource {
       configHashes: this.configHashes,
       machineConfigurations: this.machineConfigurations,
       installerImages: this.installerImages,
+      desiredInstallers: this.desiredInstallers,
       etcdBootstrap: this.etcdBootstrap,
       health: this.health,
     });

@@ -125,8 +125,8 @@ export async function runFoundation(values: StackValues, options: RunOptions = {
     const { foundation } = await import("../components/foundation");
     // Another build of the same program registers the same and returns the same outputs.
     const outputs = options.program
-      ? ((await options.program()) as ReturnType<typeof foundation>)
-      : foundation();
+      ? ((await options.program()) as Awaited<ReturnType<typeof foundation>>)
+      : await foundation();
     const resolved =
       options.preview || options.expectErrors ? undefined : await resolveAll(outputs);
     await recorder.settled();

@@ -6,7 +6,6 @@ import { runtimeStackValues } from "./runtimeValues";
 import type { PlatformSpec } from "../spec/types";
 import { validatePlatformConfig } from "./validate";
 
-
 /** Secret inputs that never live in plain text in the stack file. */
 export interface PlatformSecrets {
   /** `user@realm!tokenid=uuid`; when absent the Proxmox provider reads PROXMOX_VE_API_TOKEN. */

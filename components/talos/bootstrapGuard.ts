@@ -5,28 +5,17 @@
 // How: a `beforeCreate` resource hook on the Bootstrap. The engine runs it right before it would call
 // the provider's create (and before a create-replacement), also in previews (`onDryRun`), never for a
 // resource the state keeps (same or update steps): a normal re-run never consults it, and a first
-// bootstrap passes because the stack has no record yet. The hook reads the stack's last outputs through
-// a StackReference to the stack itself (the engine allows it: the builtin provider asks the backend for
-// the named stack's latest checkpoint, which during an update still holds the previous run's outputs,
-// and a stack never deployed reads as no outputs).
+// bootstrap passes because the stack has no record yet. It judges the stack's last outputs
+// (lastOutputs.ts; a stack never deployed has none).
 import * as pulumi from "@pulumi/pulumi";
 import {
-  type BootstrapHistory,
-  BOOTSTRAP_OUTPUT,
   bootstrapHistory,
   caFingerprint,
   type EtcdBootstrapRecord,
   isSecondBootstrap,
   secondBootstrapMessage,
 } from "./bootstrapRecord";
-
-/** The outputs of its last `up` the guard reads from the stack. */
-const READ = [BOOTSTRAP_OUTPUT, "kubeconfig", "talosconfig"] as const;
-
-/** The running stack's fully qualified name, as a StackReference to it takes it. */
-function ownStackName(): string {
-  return `${pulumi.getOrganization()}/${pulumi.getProject()}/${pulumi.getStack()}`;
-}
+import { type LastOutputs, ownStackName } from "./lastOutputs";
 
 /** Inputs of a {@link BootstrapGuard}. */
 export interface BootstrapGuardArgs {
@@ -36,39 +25,22 @@ export interface BootstrapGuardArgs {
   readonly node: string;
   /** The Talos CA certificate the Bootstrap's client configuration carries. */
   readonly caCertificate: pulumi.Output<string>;
+  /** The stack's last outputs. */
+  readonly lastOutputs: LastOutputs;
 }
 
-/**
- * The guard of one cluster's Bootstrap: a StackReference to the stack's own last outputs, the
- * `beforeCreate` hook to bind to the Bootstrap, and the record to export once it exists.
- */
+/** The guard of one cluster's Bootstrap: the `beforeCreate` hook to bind to it, and its record. */
 export class BootstrapGuard {
   /** Bind to the Bootstrap's `hooks.beforeCreate`. */
   readonly hook: pulumi.ResourceHook;
-  /** The stack's own last outputs. */
-  readonly lastOutputs: pulumi.StackReference;
-  private readonly history: Promise<BootstrapHistory | { error: string }>;
 
   constructor(
     name: string,
     private readonly args: BootstrapGuardArgs,
-    parent: pulumi.Resource,
   ) {
-    this.lastOutputs = new pulumi.StackReference(
-      `${name}-last-outputs`,
-      { name: ownStackName() },
-      { parent },
-    );
-    // Caught here: the hook runs only when a create is due, and a read that failed makes it refuse.
-    this.history = Promise.all(READ.map((key) => this.lastOutputs.getOutputDetails(key))).then(
-      (details) =>
-        bootstrapHistory(
-          Object.fromEntries(
-            READ.map((key, i) => [key, details[i].value ?? details[i].secretValue]),
-          ),
-        ),
-      (error: unknown) => ({ error: error instanceof Error ? error.message : String(error) }),
-    );
+    const last = args.lastOutputs;
+    // A read that failed makes the hook refuse, when a create is due.
+    const history = "error" in last ? last : bootstrapHistory(last.values);
     // The CA the Bootstrap would use. By the time the engine runs the hook it has received the
     // Bootstrap's inputs, which the SDK sends only once this same Output resolved, so the value is
     // here; it stays undefined only while unknown (a preview creating the machine secrets).
@@ -79,7 +51,6 @@ export class BootstrapGuard {
     this.hook = new pulumi.ResourceHook(
       `${name}-bootstrap-once`,
       async (hookArgs) => {
-        const history = await this.history;
         if ("error" in history) {
           throw new Error(
             `etcd bootstrap: whether etcd was bootstrapped cannot be read from the stack's last outputs (${ownStackName()}), so up does not bootstrap it; got ${JSON.stringify(history.error)}. Check access to the stack's backend and rerun`,

@@ -21,12 +21,16 @@ export interface EmulatorTools {
  * one-line message when Go is missing.
  */
 export function buildEmulatorTools(timeoutMs = 45 * 60_000): EmulatorTools {
-  const result = spawnSync("bash", [path.join(repoRoot, "engine", "talos-emulator", "build.sh")], {
-    cwd: repoRoot,
-    encoding: "utf8",
-    timeout: timeoutMs,
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  const result = spawnSync(
+    "bash",
+    [path.join(repoRoot, "test", "emulator", "talos-emulator", "build.sh")],
+    {
+      cwd: repoRoot,
+      encoding: "utf8",
+      timeout: timeoutMs,
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
   if (result.error) throw result.error;
   if (result.status !== 0) {
     throw new Error(`test/emulator/talos-emulator/build.sh failed with exit code ${result.status}`);
