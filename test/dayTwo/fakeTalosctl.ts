@@ -126,6 +126,35 @@ function setCell(row: string, table: readonly string[], name: string, value: str
   );
 }
 
+/**
+ * The call's argument values in place of the recorded call's: positional arguments (a snapshot's
+ * path, a member id), flag values (`--image`, `--recover-from=`), and an image's tag (what
+ * `upgrade` says it installed).
+ */
+function argumentPairs(recorded: readonly string[], args: readonly string[]): [string, string][] {
+  const pairs: [string, string][] = [];
+  const isFlag = (arg: string | undefined) => arg?.startsWith("--") ?? false;
+  for (let i = 0; i < recorded.length && !isFlag(recorded[i]); i++) {
+    if (i < args.length && !isFlag(args[i])) pairs.push([recorded[i], args[i]]);
+  }
+  recorded.forEach((arg, i) => {
+    const joined = /^(--[\w-]+)=(.*)$/.exec(arg);
+    if (joined) {
+      const mine = args.find((a) => a.startsWith(`${joined[1]}=`));
+      if (mine !== undefined) pairs.push([joined[2], mine.slice(joined[1].length + 1)]);
+    } else if (isFlag(arg) && i + 1 < recorded.length && !isFlag(recorded[i + 1])) {
+      const mine = flag(args, arg);
+      if (mine !== undefined && !isFlag(mine)) pairs.push([recorded[i + 1], mine]);
+    }
+  });
+  const image = /^[^\s:]+\/[^\s]+:([^:/\s]+)$/;
+  for (const [from, to] of [...pairs]) {
+    const [fromTag, toTag] = [image.exec(from)?.[1], image.exec(to)?.[1]];
+    if (fromTag && toTag) pairs.push([fromTag, toTag]);
+  }
+  return pairs.filter(([from, to]) => from !== to);
+}
+
 /** The host of an etcd URL (`https://192.0.2.11:2380`). */
 const hostOf = (url: string) => new URL(url).hostname;
 
@@ -133,38 +162,48 @@ const hostOf = (url: string) => new URL(url).hostname;
 export function fakeTalosctl(fake: FakeTalos): { run: CommandRunner; calls: TalosctlCall[] } {
   const calls: TalosctlCall[] = [];
 
-  /** Recording `name` made on the recorded node, edited to show the fake node in its place. */
-  function onNode(name: string, address: string): { rec: Recording; edit: Edit } {
+  /** Recording `name`, edited to show the fake node and the call's arguments in their place. */
+  function onNode(name: string, args: readonly string[]): { rec: Recording; edit: Edit } {
     const rec = recording(name);
-    if (!rec.node) return { rec, edit: unchanged };
-    const pairs: [string, string][] = [
-      [rec.node.address, address],
-      [rec.node.name, fake.node(address).name],
-    ];
+    const address = flag(args, "--nodes");
+    const pairs = argumentPairs(rec.args, args);
+    if (rec.node && address !== undefined) {
+      pairs.push([rec.node.address, address], [rec.node.name, fake.node(address).name]);
+    }
     return { rec, edit: (text) => substitute(text, pairs) };
   }
 
-  /** Recording `name` as it is but for the node. */
-  function replay(name: string, address: string): CommandResult {
-    const { rec, edit } = onNode(name, address);
+  /** `talosctl version` prints its own version under `Client:` first. */
+  const clientTag: Edit = (out) =>
+    out.startsWith("Client:") && !(fake.client instanceof Error)
+      ? put(out, /Tag:\s+(\S+)/, fake.client)
+      : out;
+
+  /** Recording `name` with the call's node and arguments. */
+  function replay(name: string, args: readonly string[]): CommandResult {
+    const { rec, edit } = onNode(name, args);
     return answer(rec, edit);
   }
 
   /** What talosctl printed when the call failed: the node down, or the fault the emulator injects. */
-  function failure(name: string, node: string, error: unknown): CommandResult {
+  function failure(args: readonly string[], error: unknown): CommandResult {
+    const name = recordingOf(args);
     const message = error instanceof Error ? error.message : String(error);
     if (!hasRecording(`${name}-unreachable`)) {
       throw new Error(`fake talosctl: no recording of ${name} failing (${message})`);
     }
     // The fake's node is down: talosctl's own error says so.
-    if (/code = Unavailable/.test(message)) return replay(`${name}-unreachable`, node);
+    if (/code = Unavailable/.test(message)) {
+      const { rec, edit } = onNode(`${name}-unreachable`, args);
+      return answer(rec, edit, clientTag);
+    }
     // Another failure of the fake cluster: the recorded failure, with the fake's error as its cause.
     const faulted = hasRecording(`${name}-failed`);
-    const { rec, edit } = onNode(`${name}-${faulted ? "failed" : "unreachable"}`, node);
+    const { rec, edit } = onNode(`${name}-${faulted ? "failed" : "unreachable"}`, args);
     const cause = faulted
       ? /emulated fault: [^\n"]*/
       : /rpc error: code = Unavailable desc = connection error: desc = "[^"\n]*"/;
-    return answer(rec, (text) => edit(text).replace(cause, () => message));
+    return answer(rec, (text) => edit(text).replace(cause, () => message), clientTag);
   }
 
   /** The `discovered nodes` line listing the nodes health was given, as the recording lists them. */
@@ -186,12 +225,12 @@ export function fakeTalosctl(fake: FakeTalos): { run: CommandRunner; calls: Talo
    * talosctl health: the recorded checks in their order; when the fake cluster has a problem, they
    * stop at its check with the recorded failure's layout: its error, then the gRPC deadline.
    */
-  function health(node: string, args: readonly string[], passed: boolean): CommandResult {
+  function health(args: readonly string[], passed: boolean): CommandResult {
     const given = [
       ...(flag(args, "--control-plane-nodes")?.split(",") ?? []),
       ...(flag(args, "--worker-nodes")?.split(",") ?? []),
     ];
-    const { rec: passing, edit } = onNode("health", node);
+    const { rec: passing, edit } = onNode("health", args);
     if (passed) return answer(passing, (text) => discovered(edit(text), given));
     const problem = fake.healthProblem();
     if (!problem) throw new Error("fake talosctl: health failed without a problem to show");
@@ -229,15 +268,12 @@ export function fakeTalosctl(fake: FakeTalos): { run: CommandRunner; calls: Talo
           );
         }
         const tag = await fake.nodeVersion(node);
-        const client = fake.client instanceof Error ? "" : fake.client;
-        const { rec, edit } = onNode(name, node);
-        return answer(rec, edit, (out) =>
-          put(put(out, /Tag:\s+(\S+)/, client), /Tag:\s+(\S+)/, tag, "Server:"),
-        );
+        const { rec, edit } = onNode(name, args);
+        return answer(rec, edit, (out) => put(clientTag(out), /Tag:\s+(\S+)/, tag, "Server:"));
       }
       case "get-kubeletspec": {
         const version = await fake.kubeletVersion(node);
-        const { rec, edit } = onNode(name, node);
+        const { rec, edit } = onNode(name, args);
         const recordedImage = /^\s*image:\s*(\S+)/m.exec(rec.stdout)![1];
         const image =
           fake.node(node).kubeletImage ?? recordedImage.replace(/:[^:/]+$/, `:v${version}`);
@@ -248,7 +284,7 @@ export function fakeTalosctl(fake: FakeTalos): { run: CommandRunner; calls: Talo
         const config = await (name.endsWith("v1alpha1")
           ? fake.machineConfig(node)
           : fake.stagedConfig(node));
-        const { rec, edit } = onNode(name, node);
+        const { rec, edit } = onNode(name, args);
         // Only the metadata is edited: the spec is the fake node's config.
         return answer(rec, unchanged, (out) => {
           const at = out.indexOf("\nspec: |");
@@ -290,7 +326,7 @@ export function fakeTalosctl(fake: FakeTalos): { run: CommandRunner; calls: Talo
         const status = await fake.service(node, "etcd");
         const { rec, edit } = onNode(
           status.state === "Preparing" ? `${name}-preparing` : name,
-          node,
+          args,
         );
         return answer(rec, edit, (out) =>
           put(put(out, /STATE\s+(\S+)/, status.state), /HEALTH\s+(\S+)/, status.health),
@@ -309,30 +345,18 @@ export function fakeTalosctl(fake: FakeTalos): { run: CommandRunner; calls: Talo
             () => false,
           );
         // talosctl asks the node it is given to run the checks: one that is down answers nothing.
-        if (!fake.node(node).up) return replay(`${name}-unreachable`, node);
-        return health(node, args, passed);
+        if (!fake.node(node).up) return replay(`${name}-unreachable`, args);
+        return health(args, passed);
       }
       case "etcd-snapshot": {
-        const file = args[2];
-        await fake.etcdSnapshot(node, file);
-        const { rec, edit } = onNode(name, node);
-        const size = String(fs.statSync(file).size);
-        return answer(rec, edit, (out) =>
-          put(substitute(out, [[rec.args[2], file]]), /\((\d+) bytes\)/, size),
-        );
+        await fake.etcdSnapshot(node, args[2]);
+        const { rec, edit } = onNode(name, args);
+        const size = String(fs.statSync(args[2]).size);
+        return answer(rec, edit, (out) => put(out, /\((\d+) bytes\)/, size));
       }
       case "upgrade": {
-        const image = flag(args, "--image") ?? "";
-        await fake.upgrade(node, image, seconds(flag(args, "--timeout")));
-        const { rec, edit } = onNode(name, node);
-        const recordedImage = flag(rec.args, "--image")!;
-        const tagOf = (ref: string) => ref.slice(ref.lastIndexOf(":") + 1);
-        return answer(rec, (text) =>
-          substitute(edit(text), [
-            [recordedImage, image],
-            [tagOf(recordedImage), tagOf(image)],
-          ]),
-        );
+        await fake.upgrade(node, flag(args, "--image") ?? "", seconds(flag(args, "--timeout")));
+        return replay(name, args);
       }
       case "upgrade-k8s": {
         // Not recorded: the emulator serves none of what upgrade-k8s drives (docs/development.md),
@@ -351,22 +375,20 @@ export function fakeTalosctl(fake: FakeTalos): { run: CommandRunner; calls: Talo
       }
       case "reboot":
         await fake.reboot(node, seconds(flag(args, "--timeout")));
-        return replay(name, node);
+        return replay(name, args);
       case "reset":
         await fake.wipeEphemeral(node);
-        return replay(name, node);
+        return replay(name, args);
       case "etcd-leave":
         await fake.etcdLeave(node);
-        return replay(name, node);
+        return replay(name, args);
       case "etcd-remove-member":
         await fake.etcdRemoveMember(node, args[2]);
-        return replay(name, node);
+        return replay(name, args);
       case "bootstrap-recover": {
         const from = args.find((arg) => arg.startsWith("--recover-from="))!.split("=")[1];
         await fake.bootstrapRecover(node, from, args.includes("--recover-skip-hash-check"));
-        const { rec, edit } = onNode(name, node);
-        const recorded = rec.args.find((arg) => arg.startsWith("--recover-from="))!.split("=")[1];
-        return answer(rec, (text) => substitute(edit(text), [[recorded, from]]));
+        return replay(name, args);
       }
       default:
         throw new Error(`fake talosctl: no recording answers ${JSON.stringify(args.join(" "))}`);
@@ -382,7 +404,7 @@ export function fakeTalosctl(fake: FakeTalos): { run: CommandRunner; calls: Talo
       // A missing talosctl, or a test asking for what no recording shows, is not talosctl's answer.
       if ((error as NodeJS.ErrnoException).code === "ENOENT") throw error;
       if (error instanceof Error && error.message.startsWith("fake talosctl:")) throw error;
-      result = failure(recordingOf(args), flag(args, "--nodes") ?? "", error);
+      result = failure(args, error);
     }
     if (result.stdout) options.onOutput?.(result.stdout);
     if (result.stderr) options.onOutput?.(result.stderr);
