@@ -194,20 +194,19 @@ describe("talosctl output parsing, on talosctl v1.13.0's own output (test/fixtur
 
 describe("TalosctlClient: the talosctl command lines", () => {
   it("passes the cluster's talosconfig, every control plane as endpoint and exactly one node", async () => {
-    const { calls, run } = scripted(() => ({
-      stdout: "Client:\n\tTag: v1.14.1\nServer:\n\tNODE: 192.0.2.13\n\tTag: v1.13.9\n",
-    }));
+    const { calls, run } = scripted(() => ({ stdout: recording("version").stdout }));
     const client = new TalosctlClient({ connection: CONNECTION, run });
-    assert.equal(await client.nodeVersion("192.0.2.13"), "v1.13.9");
-    assert.deepEqual(calls[0].args, ["version", ...GLOBAL, "--nodes", "192.0.2.13"]);
+    assert.equal(await client.nodeVersion("192.0.2.21"), "v1.13.9");
+    assert.deepEqual(calls[0].args, ["version", ...GLOBAL, "--nodes", "192.0.2.21"]);
     assert.equal(calls[0].command, "talosctl");
   });
 
   it("builds each command exactly", async () => {
     const { calls, run } = scripted((args) => {
-      if (args[0] === "etcd" && args[1] === "members") return { stdout: "ID  HOSTNAME\n" };
-      if (args[0] === "service") return { stdout: "STATE Running\nHEALTH OK\n" };
-      if (args[0] === "get") return { stdout: "node: 192.0.2.21\nspec: |\n  version: v1alpha1\n" };
+      if (args[0] === "etcd" && args[1] === "members")
+        return { stdout: recording("etcd-members").stdout };
+      if (args[0] === "service") return { stdout: recording("service-etcd").stdout };
+      if (args[0] === "get") return { stdout: recording("get-machineconfig-persistent").stdout };
       return {};
     });
     const client = new TalosctlClient({ connection: CONNECTION, run, binary: "/opt/talosctl" });
@@ -284,10 +283,10 @@ describe("TalosctlClient: the talosctl command lines", () => {
   });
 
   it("asks the client version without touching the cluster", async () => {
-    const { calls, run } = scripted(() => ({ stdout: "Client:\nTalos v1.13.9\n" }));
+    const { calls, run } = scripted(() => ({ stdout: recording("version-client").stdout }));
     assert.equal(
       await new TalosctlClient({ connection: CONNECTION, run }).clientVersion(),
-      "v1.13.9",
+      "v1.13.0",
     );
     assert.deepEqual(calls[0].args, ["version", "--client", "--short"]);
   });
@@ -311,18 +310,34 @@ describe("TalosctlClient: the talosctl command lines", () => {
   });
 
   it("turns a failure into one message with talosctl's last error line", async () => {
-    const { run } = scripted(() => ({
-      code: 1,
-      stderr: "some progress\nerror: rpc error: code = Unavailable desc = connection refused\n",
-    }));
+    const { exitCode, stderr } = recording("etcd-leave-unreachable");
+    const { run } = scripted(() => ({ code: exitCode, stderr }));
     await assert.rejects(
-      new TalosctlClient({ connection: CONNECTION, run }).etcdLeave("192.0.2.12"),
+      new TalosctlClient({ connection: CONNECTION, run }).etcdLeave("192.0.2.13"),
       (error: UserError) => {
+        // talosctl's last line is the node's error, indented under "1 error occurred:".
         assert.equal(
           error.message,
-          'talosctl etcd leave --nodes 192.0.2.12: failed with exit code 1; got "error: rpc error: code = Unavailable desc = connection refused". Fix the cause (the node\'s state, its reachability) and rerun',
+          'talosctl etcd leave --nodes 192.0.2.13: failed with exit code 1; got "\\t* 192.0.2.13: rpc error: code = Unavailable desc = connection error: desc = \\"transport: Error while dialing: dial tcp 192.0.2.13:50000: connect: connection refused\\"". Fix the cause (the node\'s state, its reachability) and rerun',
         );
         assert.ok(!error.message.includes("/tmp/x/talosconfig"));
+        return true;
+      },
+    );
+  });
+
+  it("names the failing health check and the node's error, not the final deadline", async () => {
+    const { exitCode, stderr } = recording("health-worker-down");
+    const { run } = scripted(() => ({ code: exitCode, stderr }));
+    const check = { via: "192.0.2.11", controlPlanes: [], workers: [], timeoutMs: 20_000 };
+    await assert.rejects(
+      new TalosctlClient({ connection: CONNECTION, run }).health(check),
+      (error: UserError) => {
+        assert.match(
+          error.message,
+          /^talosctl health --wait-timeout 20s --nodes 192\.0\.2\.11: the check "apid to be ready" did not pass \(waited up to 20s\); got "1 error occurred: 192\.0\.2\.23: rpc error: code = Unavailable .*connection refused\\"". Fix what it names/,
+        );
+        assert.doesNotMatch(error.message, /DeadlineExceeded/);
         return true;
       },
     );
@@ -342,7 +357,7 @@ describe("TalosctlClient: the talosctl command lines", () => {
       options.onOutput?.(`progress of ${args[0]}\n`);
       return {
         code: 0,
-        stdout: args[0] === "get" ? "spec: |\n  version: v1alpha1\n" : "",
+        stdout: args[0] === "get" ? recording("get-machineconfig-v1alpha1").stdout : "",
         stderr: "",
         timedOut: false,
       };
