@@ -223,24 +223,40 @@ interface HealthFailure {
 /** Statuses of a check that are not a failure: running, passed, skipped. */
 const NOT_FAILED = new Set(["...", "OK", "SKIP"]);
 
+/** The status of a check whose wait ran out while it was under way. */
+const DEADLINE = /code = DeadlineExceeded|context deadline exceeded/;
+
 /**
  * The failing check in `talosctl health` output. talosctl (v1.13, server side, the default) prints
  * each check's progress as `waiting for <check>: <status>`, the status being `...` while it runs,
  * `OK` when it passed, `SKIP`, or the check's last error while it retries; when the wait times out,
  * its final line is only the gRPC error (`context deadline exceeded`). The last line with an error
  * status names what failed; undefined when there is none (talosctl failed before any check ran).
+ * An error of several nodes goes on over indented lines (`1 error occurred:` then
+ * `\t* 192.0.2.23: rpc error: …`), which belong to the reason; and when the wait runs out while the
+ * check is under way, its status becomes the deadline, which does not replace the error before it.
  */
 export function parseHealthFailure(output: string): HealthFailure | undefined {
   let failure: HealthFailure | undefined;
+  let continues = false;
   for (const line of output.split("\n")) {
     const match = /^\s*waiting for (.+?): (.*\S)\s*$/.exec(line);
-    if (!match) continue;
+    if (!match) {
+      continues = continues && /^\s+\S/.test(line);
+      if (continues && failure) {
+        failure = { ...failure, reason: `${failure.reason} ${line.trim().replace(/^\* /, "")}` };
+      }
+      continue;
+    }
     const [, check, status] = match;
+    continues = false;
     if (NOT_FAILED.has(status)) {
       if (failure?.check === check) failure = undefined;
       continue;
     }
+    if (failure?.check === check && DEADLINE.test(status)) continue;
     failure = { check, reason: status };
+    continues = true;
   }
   return failure;
 }
