@@ -65,6 +65,7 @@ export function checkGuards(request: GuardRequest, env: Env): void {
 
 /** The day-two commands. */
 export type DayTwoCommandName =
+  | "up"
   | "preflight"
   | "upgrade talos"
   | "upgrade kubernetes"

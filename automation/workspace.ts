@@ -9,10 +9,16 @@ import {
   type Stack,
 } from "@pulumi/pulumi/automation";
 import { RUN_SECRETS_ENV } from "../components/config/runSecretsEnv";
+import { CONVERGE_ENV, type ConvergeRequest } from "../components/talos/convergence";
 import { type PulumiCommandSource, resolvePulumiCommand } from "./pulumiCli";
 
 /** Options every engine operation takes. */
 export interface OperationOptions {
+  /**
+   * What the CLI's sequenced steps reached, for the foundation program (`up`, `preview`; see
+   * components/talos/convergence.ts), handed over in the engine's environment.
+   */
+  readonly converge?: ConvergeRequest;
   /** Receives every engine event as it happens. */
   readonly onEvent: (event: EngineEvent) => void;
   /** Receives the engine's own text output (only wanted for `preview --diff`). */
@@ -94,6 +100,8 @@ function engineEnvironment(request: OpenStackRequest): Record<string, string> {
   return {
     ...request.envVars,
     [RUN_SECRETS_ENV]: Object.keys(runSecrets).length > 0 ? JSON.stringify(runSecrets) : "",
+    // Set per operation (stackOperations); empty, so a value left in a shell never reaches the program.
+    [CONVERGE_ENV]: "",
   };
 }
 
@@ -132,11 +140,17 @@ export function localWorkspaceFactory(options: LocalWorkspaceOptions = {}): Work
 
 /** Adapts an Automation API Stack to {@link StackOperations}. */
 export function stackOperations(stack: Stack): StackOperations {
-  const common = (options: OperationOptions) => ({
-    onEvent: options.onEvent,
-    ...(options.onOutput ? { onOutput: options.onOutput } : {}),
-    ...(options.signal ? { signal: options.signal } : {}),
-  });
+  const common = (options: OperationOptions) => {
+    // The workspace's variables reach every Pulumi command it runs from here on.
+    stack.workspace.envVars[CONVERGE_ENV] = options.converge
+      ? JSON.stringify(options.converge)
+      : "";
+    return {
+      onEvent: options.onEvent,
+      ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    };
+  };
   return {
     async preview(options) {
       await stack.preview({ ...common(options), ...(options.diff ? { diff: true } : {}) });

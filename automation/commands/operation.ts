@@ -33,6 +33,8 @@ import { keepLayout, removeConfigKeys } from "../stackFileRepair";
 import type { StackOperations } from "../workspace";
 import { assertPreflight } from "../dayTwo/preflight/report";
 import { upPreflight } from "../dayTwo/preflight/up";
+import { convergeFoundation } from "../dayTwo/convergeUp";
+import type { ConvergeRequest } from "../../components/talos/convergence";
 import { lockStack } from "../lock";
 import { ProgressRenderer } from "../progress";
 import {
@@ -353,12 +355,20 @@ async function runOnLayer(
         },
         ...(ctx.signal ? { signal: ctx.signal } : {}),
       };
+      let converge: ConvergeRequest | undefined;
       if (operation === "up" && layer.name === "foundation") {
-        // Before any change: the version steps the stack file asks for, the config contract against
-        // the nodes, and etcd bootstrapped only once (automation/dayTwo/preflight/up.ts).
-        const report = await upPreflight(ctx, { stack, stackFile: readStackFile(layer, env), env });
+        // Before any change: the version steps the stack file asks for and etcd bootstrapped only
+        // once (automation/dayTwo/preflight/up.ts); then each disruptive step, sequenced and gated
+        // (automation/dayTwo/convergeUp.ts), and the engine told what they reached.
+        const outputs = await stack.outputs();
+        const report = await upPreflight({ stack, outputs, stackFile: readStackFile(layer, env) });
         for (const note of report.notes) ctx.stderr.write(`note: ${note}\n`);
         assertPreflight(target, report);
+        converge = await convergeFoundation(ctx, {
+          env,
+          outputs,
+          installCli: request.installCli,
+        });
       }
       if (operation === "preview") {
         const diff = request.diff
@@ -366,7 +376,7 @@ async function runOnLayer(
           : {};
         await stack.preview({ ...options, ...diff });
       } else {
-        await stack[operation](options);
+        await stack[operation]({ ...options, ...(converge ? { converge } : {}) });
       }
     } catch (error) {
       if (missingStack) {

@@ -39,16 +39,28 @@ export async function upgradeKubernetes(
       installCli: request.installCli,
       commandLine: `upgrade kubernetes ${request.env} --to ${to}`,
     },
-    (session) => run(session, request, to),
+    async (session) => {
+      await upgradeKubernetesSteps(session, { ...request, to });
+      const { cluster } = session;
+      finishStackFile(session.ctx, cluster, to, request.write, "kubernetesVersion");
+      session.out(
+        `next: commit ${path.basename(cluster.stack.file)}, then \`npm run platform -- up ${request.env}\`: it records Kubernetes ${to} in the stack's state`,
+      );
+      return ExitCode.ok;
+    },
   );
 }
 
-async function run(
+/**
+ * Upgrades Kubernetes `to` a version: preflight, an etcd snapshot, `upgrade-k8s --dry-run`, the
+ * upgrade, the health gate and every kubelet on the target; throws (exit 1) when a step fails.
+ */
+export async function upgradeKubernetesSteps(
   session: DayTwoSession,
-  request: KubernetesUpgradeRequest,
-  to: string,
-): Promise<ExitCodeValue> {
+  request: Omit<KubernetesUpgradeRequest, "write" | "installCli">,
+): Promise<void> {
   const { ctx, deps, client, cluster, out } = session;
+  const { to } = request;
   const healthMs = request.healthTimeoutMs ?? DEFAULT_KUBERNETES_TIMEOUTS.healthMs;
   const upgradeMs = request.upgradeTimeoutMs ?? DEFAULT_KUBERNETES_TIMEOUTS.upgradeMs;
   const rerun = `npm run platform -- upgrade kubernetes ${request.env} --to ${to}`;
@@ -114,9 +126,4 @@ async function run(
   out(
     `upgrade kubernetes ${request.env}: ${to} on every node, cluster healthy, in ${formatDuration(deps.clock.now() - started)}`,
   );
-  finishStackFile(ctx, cluster, to, request.write, "kubernetesVersion");
-  out(
-    `next: commit ${path.basename(cluster.stack.file)}, then \`npm run platform -- up ${request.env}\` so the node configs carry Kubernetes ${to}`,
-  );
-  return ExitCode.ok;
 }

@@ -12,7 +12,14 @@ import { type DayTwoCommandName, checkDayTwoGuard, CLUSTER_CHANGING_COMMANDS } f
 import { chooseBackend } from "../backend";
 import { readStackFile, resolveLayer } from "../layers";
 import { type StackLock, withStackLock } from "../lock";
-import { type DeployedCluster, controlPlanes, loadCluster, readStackCluster } from "./cluster";
+import type { OutputMap } from "@pulumi/pulumi/automation";
+import {
+  type DeployedCluster,
+  controlPlanes,
+  deployedCluster,
+  loadCluster,
+  readStackCluster,
+} from "./cluster";
 import { type DayTwoDeps, dayTwoDeps } from "./deps";
 import { type LiveTarget, liveChecks } from "./preflight/checks";
 import { type Observation, observeCluster } from "./preflight/observe";
@@ -56,6 +63,11 @@ interface DayTwoRequest {
   readonly node?: string;
   /** Reads only (`rollout --dry-run`): neither refused in CI nor locked. */
   readonly readOnly?: boolean;
+  /**
+   * Runs inside `up`, which checked its guards and holds the stack's lease already, with the
+   * outputs it read: nothing is checked or read again.
+   */
+  readonly withinUp?: { readonly outputs: OutputMap };
 }
 
 /** What a command's own steps work with. */
@@ -106,12 +118,14 @@ export async function runDayTwo<T>(
   request: DayTwoRequest,
   steps: (session: DayTwoSession) => Promise<T>,
 ): Promise<T> {
-  precheck(ctx, request);
+  if (!request.withinUp) precheck(ctx, request);
   const deps = dayTwoDeps(ctx);
   const out = (line: string) => ctx.stdout.write(`${line}\n`);
   const target = `foundation/${request.env}`;
   const session = async (lock?: StackLock) => {
-    const cluster = await loadCluster(ctx, request.env, request.installCli);
+    const cluster = request.withinUp
+      ? deployedCluster(readStackCluster(ctx.repoRoot, request.env), request.withinUp.outputs)
+      : await loadCluster(ctx, request.env, request.installCli);
     return withTalos(deps, cluster, (client) =>
       steps({
         ctx,
@@ -148,7 +162,8 @@ export async function runDayTwo<T>(
       }),
     );
   };
-  const changes = !request.readOnly && request.command in CLUSTER_CHANGING_COMMANDS;
+  const changes =
+    !request.readOnly && !request.withinUp && request.command in CLUSTER_CHANGING_COMMANDS;
   if (!changes) return session();
   const commandLine = request.commandLine ?? `${request.command} ${request.env}`;
   const layer = resolveLayer(ctx.repoRoot, "foundation");

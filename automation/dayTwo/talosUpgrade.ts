@@ -52,6 +52,23 @@ function resumeCommand(request: TalosUpgradeRequest, to: string): string {
   return `npm run platform -- upgrade talos ${request.env} --to ${to}${extra} --resume`;
 }
 
+/** One Talos roll: where to, how many workers at once, the waits, and how it is resumed. */
+export interface TalosRoll {
+  readonly env: string;
+  /** `v1.14.1`. */
+  readonly to: string;
+  /** A previous roll stopped partway: nodes already on the target are skipped. */
+  readonly resume: boolean;
+  readonly maxUnavailable: number;
+  readonly keepSnapshots: number;
+  readonly timeouts?: Partial<RolloutTimeouts>;
+  readonly drainTimeoutMs?: number;
+  /** The command that resumes a stopped roll, for messages. */
+  readonly resumeCommand: string;
+  /** What the stack file says afterwards, for the summary of a stop. */
+  readonly stackFileNote: string;
+}
+
 /** Runs `upgrade talos`. */
 export async function upgradeTalos(
   ctx: CliContext,
@@ -67,17 +84,39 @@ export async function upgradeTalos(
       installCli: request.installCli,
       commandLine: `upgrade talos ${request.env} --to ${to}${request.resume ? " --resume" : ""}`,
     },
-    (session) => roll(session, request, to, maxUnavailable),
+    async (session) => {
+      const { cluster } = session;
+      await rollTalos(session, {
+        env: request.env,
+        to,
+        resume: request.resume,
+        maxUnavailable,
+        keepSnapshots: request.keepSnapshots,
+        ...(request.timeouts ? { timeouts: request.timeouts } : {}),
+        ...(request.drainTimeoutMs !== undefined ? { drainTimeoutMs: request.drainTimeoutMs } : {}),
+        resumeCommand: resumeCommand(request, to),
+        stackFileNote: `${path.basename(cluster.stack.file)} was not changed (it still says talosVersion ${cluster.stack.talosVersion})`,
+      });
+      finishStackFile(session.ctx, cluster, to, request.write, "talosVersion");
+      session.out(
+        `next: commit ${path.basename(cluster.stack.file)}, then \`npm run platform -- up ${request.env}\`: it records the nodes' ${to} in the stack's state`,
+      );
+      return ExitCode.ok;
+    },
   );
 }
 
-async function roll(
+/**
+ * Rolls Talos `to` a version: preflight, an etcd snapshot, then control planes one at a time, then
+ * workers in batches, each node gated on coming back on the target and the cluster's health. Resolves
+ * to the image each upgraded node now runs; throws (exit 1, where it stopped) when a gate fails.
+ */
+export async function rollTalos(
   session: DayTwoSession,
-  request: TalosUpgradeRequest,
-  to: string,
-  maxUnavailable: number,
-): Promise<ExitCodeValue> {
+  request: TalosRoll,
+): Promise<ReadonlyMap<string, string>> {
   const { ctx, deps, client, cluster, out } = session;
+  const { to, maxUnavailable } = request;
   const timeouts = { ...DEFAULT_ROLLOUT_TIMEOUTS, ...request.timeouts };
 
   // Preflight: everything at once, before any change.
@@ -113,7 +152,7 @@ async function roll(
     ...(snapshotFile
       ? [`  etcd snapshot from before the roll: ${path.relative(ctx.repoRoot, snapshotFile)}`]
       : []),
-    `  ${path.basename(cluster.stack.file)} was not changed (it still says talosVersion ${cluster.stack.talosVersion})`,
+    `  ${request.stackFileNote}`,
   ];
   /** Said when the operator stops the run at once (a second interrupt) while a batch is under way. */
   const forcedStopReport = () => {
@@ -125,7 +164,7 @@ async function roll(
       ...nodes.map((n) => `  unverified:  ${n.name} (${n.address}): ${inFlight.get(n)}`),
       `  not touched: ${notTouched()}`,
       ...summary(),
-      `  Check ${nodes.length === 1 ? "it" : "them"} first (${nodes.map((n) => `talosctl -n ${n.address} version`).join("; ")}; talosctl health), then resume: ${resumeCommand(request, to)}`,
+      `  Check ${nodes.length === 1 ? "it" : "them"} first (${nodes.map((n) => `talosctl -n ${n.address} version`).join("; ")}; talosctl health), then resume: ${request.resumeCommand}`,
     ].join("\n");
   };
 
@@ -276,7 +315,7 @@ async function roll(
           stop.step === "drain"
             ? "Fix what blocks the eviction (kubectl get pdb -A), or give it a larger --drain-timeout"
             : `Fix the cause (talosctl -n ${stop.node.address} dmesg; talosctl -n ${stop.node.address} logs machined)`
-        }, then resume: ${resumeCommand(request, to)}`,
+        }, then resume: ${request.resumeCommand}`,
       },
       ExitCode.failed,
     );
@@ -287,11 +326,7 @@ async function roll(
       `upgrade talos ${request.env}: ${done.length} node${done.length === 1 ? "" : "s"} upgraded to ${to} in ${formatDuration(deps.clock.now() - started)}`,
     );
   }
-  finishStackFile(ctx, cluster, to, request.write, "talosVersion");
-  out(
-    `next: commit ${path.basename(cluster.stack.file)}, then \`npm run platform -- up ${request.env}\` so the node configs carry the ${to} installer image`,
-  );
-  return ExitCode.ok;
+  return new Map([...images].filter(([name]) => done.some((n) => n.name === name)));
 }
 
 /** Updates (or with --no-write, shows) the stack file line after a successful roll. */

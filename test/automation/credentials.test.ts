@@ -348,21 +348,4 @@ describe("up runs the config part of preflight first", () => {
       ["up"],
     );
   });
-
-  it("notes a Talos version the nodes may not run yet, and goes ahead while configContract stays", async () => {
-    const repo = makeRepo({
-      foundation: {
-        project: "talos-platform",
-        stacks: { staging: `${stack("v1.14.0", "1.36.3")}    configContract: v1.13.9\n` },
-      },
-    });
-    const ctx = testContext({ repoRoot: repo });
-    ctx.workspaces.outputs = {
-      talosVersion: { value: "v1.13.9", secret: false },
-      kubernetesVersion: { value: "1.36.3", secret: false },
-    };
-    assert.equal(await runCli(["up", "staging"], ctx), ExitCode.ok);
-    assert.match(ctx.stderr.text, /moves talosVersion from v1\.13\.9 \(deployed\) to v1\.14\.0/);
-    assert.match(ctx.stderr.text, /upgrade talos staging --to v1\.14\.0/);
-  });
 });

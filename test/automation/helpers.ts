@@ -68,6 +68,8 @@ export type FakeCall =
       readonly stackName: string;
       readonly diff: boolean;
       readonly signal: boolean;
+      /** What the CLI's sequenced steps told the program (components/talos/convergence.ts). */
+      readonly converge?: unknown;
     }
   | { readonly kind: "outputs"; readonly workDir: string; readonly stackName: string }
   | { readonly kind: "stateResources"; readonly workDir: string; readonly stackName: string };
@@ -105,6 +107,7 @@ export class FakeWorkspaces implements WorkspaceFactory {
           stackName: request.stackName,
           diff: options.diff === true,
           signal: options.signal !== undefined,
+          ...(options.converge ? { converge: options.converge } : {}),
         });
         await this.during?.(operation);
         const script = this.runs[operation] ?? {};

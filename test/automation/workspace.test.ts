@@ -4,12 +4,18 @@ import { localWorkspaceFactory, stackOperations } from "../../automation/workspa
 
 /** A stand-in for the Automation API's Stack that records the options each method receives. */
 function recordingStack() {
-  const calls: { method: string; options: Record<string, unknown> | undefined }[] = [];
+  const calls: {
+    method: string;
+    options: Record<string, unknown> | undefined;
+    converge: string | undefined;
+  }[] = [];
+  const envVars: Record<string, string> = {};
   const record = (method: string) => async (options?: Record<string, unknown>) => {
-    calls.push({ method, options });
+    calls.push({ method, options, converge: envVars.TALOS_PLATFORM_CONVERGE });
     return {};
   };
   const stack = {
+    workspace: { envVars },
     preview: record("preview"),
     up: record("up"),
     refresh: record("refresh"),
@@ -31,10 +37,25 @@ describe("the Automation API adapter", () => {
     await operations.refresh({ onEvent });
     await operations.destroy({ onEvent });
     assert.deepEqual(calls, [
-      { method: "up", options: { onEvent, signal } },
-      { method: "refresh", options: { onEvent } },
-      { method: "destroy", options: { onEvent } },
+      { method: "up", options: { onEvent, signal }, converge: "" },
+      { method: "refresh", options: { onEvent }, converge: "" },
+      { method: "destroy", options: { onEvent }, converge: "" },
     ]);
+  });
+
+  it("hands the program what the CLI's steps reached, in the engine's environment, for that run only", async () => {
+    const { stack, calls } = recordingStack();
+    const operations = stackOperations(stack);
+    await operations.up({ onEvent, converge: { kubernetesVersion: "1.37.1" } });
+    await operations.preview({ onEvent });
+    assert.deepEqual(
+      calls.map((c) => c.converge),
+      ['{"kubernetesVersion":"1.37.1"}', ""],
+    );
+    assert.ok(
+      calls.every((c) => !("converge" in (c.options ?? {}))),
+      "never on the command line",
+    );
   });
 
   it("asks the engine for its diff and its text output only for preview --diff", async () => {
@@ -42,10 +63,13 @@ describe("the Automation API adapter", () => {
     const operations = stackOperations(stack);
     await operations.preview({ onEvent });
     await operations.preview({ onEvent, onOutput, diff: true });
-    assert.deepEqual(calls, [
-      { method: "preview", options: { onEvent } },
-      { method: "preview", options: { onEvent, onOutput, diff: true } },
-    ]);
+    assert.deepEqual(
+      calls.map(({ method, options }) => ({ method, options })),
+      [
+        { method: "preview", options: { onEvent } },
+        { method: "preview", options: { onEvent, onOutput, diff: true } },
+      ],
+    );
   });
 
   it("reads the stack's outputs", async () => {

@@ -1,7 +1,7 @@
 import { strict as assert } from "node:assert";
 import { runCli } from "../../automation/cli";
 import { assertPreflight } from "../../automation/dayTwo/preflight/report";
-import { contractMove, preflightForUp } from "../../automation/dayTwo/preflight/up";
+import { preflightForUp } from "../../automation/dayTwo/preflight/up";
 import { ExitCode, UserError } from "../../automation/errors";
 import type { StackFile } from "../../automation/layers";
 import { cleanupRepos } from "../automation/helpers";
@@ -131,21 +131,11 @@ describe("preflight <env>", () => {
 });
 
 describe("preflightForUp: the config part `up` runs first", () => {
-  it("passes when the stack file moves one Talos minor and one Kubernetes minor, with notes that up upgrades no node", () => {
+  it("passes when the stack file moves one Talos minor and one Kubernetes minor (up converges them)", () => {
     const deployed = foundationOutputs(undefined, { talos: "v1.13.9", kubernetes: "1.36.3" });
-    const file = stackFile("v1.14.1", "1.37.0");
-    (file.config["talos-platform:cluster"] as Record<string, unknown>).configContract = "v1.13.9";
-    const result = preflightForUp(file, deployed);
+    const result = preflightForUp(stackFile("v1.14.1", "1.37.0"), deployed);
     assert.equal(result.ok, true);
-    assert.match(
-      result.notes[0],
-      /moves talosVersion from v1\.13\.9 \(deployed\) to v1\.14\.1: `up` does not upgrade nodes.*upgrade talos staging --to v1\.14\.1/,
-    );
-    assert.match(result.notes[1], /upgrade kubernetes staging --to 1\.37\.0/);
-    // Without the pin the contract moves too: the nodes are asked instead (upPreflight.ts), no note.
-    const unpinned = preflightForUp(stackFile("v1.14.1", "1.37.0"), deployed);
-    assert.equal(contractMove(stackFile("v1.14.1", "1.37.0"), deployed)?.to, "v1.14.1");
-    assert.ok(!unpinned.notes.some((n) => n.includes("moves talosVersion")));
+    assert.deepEqual(result.notes, []);
   });
 
   it("refuses, listing every problem at once: two Talos minors, a Kubernetes downgrade, an unsupported pair", () => {

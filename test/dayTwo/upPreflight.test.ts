@@ -1,12 +1,13 @@
-// What `up` of the foundation refuses before the engine runs: a config contract newer than the
-// nodes run, and a second etcd bootstrap. Through the command line, with the fake cluster.
+// What `up` of the foundation does before the engine runs: the nodes asked what they run, every
+// version the stack file asks for rolled out step by gated step, and a second etcd bootstrap
+// refused. Through the command line, with the fake cluster.
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { parse } from "yaml";
 import { runCli } from "../../automation/cli";
 import { BOOTSTRAP_TYPE, SECRETS_TYPE } from "../../automation/dayTwo/preflight/up";
-import { ExitCode, UserError } from "../../automation/errors";
+import { ExitCode } from "../../automation/errors";
 import { ROOT, cleanupRepos } from "../automation/helpers";
 import {
   type DayTwoFixture,
@@ -48,119 +49,122 @@ function engineRuns(f: DayTwoFixture): string[] {
   return f.ctx.workspaces.callsOf("operation").map((c) => c.operation);
 }
 
-/** The stack file with a pinned config contract after the cluster's name. */
-function pinned(talos: string, contract: string): string {
-  return stackYaml(talos).replace(
-    "    name: staging\n",
-    `    name: staging\n    configContract: ${contract}\n`,
-  );
+/** The converge request the engine's `up` was given (components/talos/convergence.ts). */
+function convergeOf(f: DayTwoFixture): Record<string, unknown> | undefined {
+  const up = f.ctx.workspaces.callsOf("operation").find((c) => c.operation === "up");
+  return up?.converge as Record<string, unknown> | undefined;
 }
 
-describe("up refuses a config contract newer than the nodes run", () => {
+/** The order things happened in: the fake cluster's calls and the engine's runs, interleaved. */
+function timeline(f: DayTwoFixture): string[] {
+  return f.talos.log;
+}
+
+describe("up converges a running cluster to the stack file, step by gated step", () => {
   afterEach(cleanupRepos);
 
-  it("refuses a talosVersion bump that moves an unpinned contract while the nodes run the older minor", async () => {
-    const f = dayTwoFixture({ stack: stackYaml("v1.14.1") });
+  it("upgrades Kubernetes with upgrade-k8s before the engine runs, then has the configs generated for it", async () => {
+    const f = dayTwoFixture({ stack: stackYaml("v1.13.9", "1.36.3") });
+    for (const node of f.talos.nodes) node.kubelet = "1.35.6";
+    f.ctx.workspaces.outputs = foundationOutputs(undefined, {
+      talos: "v1.13.9",
+      kubernetes: "1.35.6",
+    });
     f.ctx.workspaces.state = deployedState({ bootstrap: true });
-    assert.equal(await runCli(["up", "staging"], f.ctx), ExitCode.refused);
-    assert.deepEqual(engineRuns(f), [], "the engine never ran");
-    const err = f.ctx.stderr.text;
-    assert.match(err, /preflight foundation\/staging: 1 check failed; nothing was changed/);
-    assert.match(
-      err,
-      /Pulumi\.staging\.yaml talosVersion \(configContract is not pinned\): moves the config contract from v1\.13\.9 to v1\.14\.1, newer than what nodes run; up would push them configs they do not know; got cp-1 v1\.13\.9, cp-2 v1\.13\.9, cp-3 v1\.13\.9, w-1 v1\.13\.9, w-2 v1\.13\.9, w-3 v1\.13\.9\. Upgrade the nodes first \(npm run platform -- upgrade talos staging --to v1\.14\.1\), or pin configContract: v1\.13\.9 in Pulumi\.staging\.yaml/,
+    let beforeEngine: string[] = [];
+    f.ctx.workspaces.during = () => {
+      beforeEngine = [...timeline(f)];
+    };
+    assert.equal(await runCli(["up", "staging"], f.ctx), ExitCode.ok, f.ctx.stderr.text);
+    assert.ok(
+      beforeEngine.includes("upgrade-k8s via cp-1 --to 1.36.3"),
+      "upgraded before the engine ran",
     );
-    assert.deepEqual(f.talos.callsOf("version"), [
-      "version cp-1",
-      "version cp-2",
-      "version cp-3",
-      "version w-1",
-      "version w-2",
-      "version w-3",
-    ]);
-    assert.equal(f.talos.connections[0].talosconfig.includes("platform-talos-"), true);
+    assert.ok(
+      beforeEngine.indexOf("upgrade-k8s via cp-1 --to 1.36.3 --dry-run") <
+        beforeEngine.indexOf("upgrade-k8s via cp-1 --to 1.36.3"),
+    );
+    assert.ok(
+      beforeEngine.indexOf("snapshot via cp-1") <
+        beforeEngine.indexOf("upgrade-k8s via cp-1 --to 1.36.3 --dry-run"),
+    );
+    assert.equal(convergeOf(f)?.kubernetesVersion, "1.36.3");
+    assert.deepEqual(engineRuns(f), ["up"]);
+    assert.match(
+      f.ctx.stdout.text,
+      /up foundation\/staging: Kubernetes 1\.35\.6 → 1\.36\.3, each gated, before the engine runs/,
+    );
   });
 
-  it("goes ahead after upgrade talos moved every node to the new minor", async () => {
-    const f = dayTwoFixture();
+  it("rolls Talos node by node, control planes first, before the engine runs, and records each node's installer", async () => {
+    const f = dayTwoFixture({ stack: stackYaml("v1.14.1", "1.36.3") });
     f.ctx.workspaces.state = deployedState({ bootstrap: true });
-    assert.equal(
-      await runCli(["upgrade", "talos", "staging", "--to", "v1.14.1"], f.ctx),
-      ExitCode.ok,
-      f.ctx.stderr.text,
-    );
-    // The roll bumped the stack file; the outputs still say what the last up deployed.
-    assert.match(fs.readFileSync(f.stackFile, "utf8"), /talosVersion: v1\.14\.1/);
     assert.equal(await runCli(["up", "staging"], f.ctx), ExitCode.ok, f.ctx.stderr.text);
+    assert.deepEqual(
+      f.talos.callsOf("upgrade").map((l) => l.split(" ")[1]),
+      ["cp-1", "cp-2", "cp-3", "w-1", "w-2", "w-3"],
+    );
+    const converge = convergeOf(f)!;
+    assert.equal(converge.talosVersion, "v1.14.1");
+    assert.deepEqual(
+      Object.values(converge.installers as Record<string, string>).map((i) => i.split(":").pop()),
+      ["v1.14.1", "v1.14.1", "v1.14.1", "v1.14.1", "v1.14.1", "v1.14.1"],
+    );
+  });
+
+  it("tells the engine what the nodes run when a change was made outside up, and upgrades nothing", async () => {
+    // `upgrade kubernetes --no-write` ran: the nodes run 1.36.3, the state and the stack file say 1.35.6.
+    const f = dayTwoFixture({ stack: stackYaml("v1.13.9", "1.35.6") });
+    f.ctx.workspaces.outputs = foundationOutputs(undefined, {
+      talos: "v1.13.9",
+      kubernetes: "1.35.6",
+    });
+    f.ctx.workspaces.state = deployedState({ bootstrap: true });
+    assert.equal(await runCli(["up", "staging"], f.ctx), ExitCode.ok, f.ctx.stderr.text);
+    assert.deepEqual(f.talos.callsOf("upgrade-k8s"), []);
+    assert.deepEqual(f.talos.callsOf("upgrade"), []);
+    // The program then keeps 1.36.3: the stack file's older version is never rolled back.
+    assert.equal(convergeOf(f)?.kubernetesVersion, "1.36.3");
+    assert.equal(convergeOf(f)?.talosVersion, "v1.13.9");
+  });
+
+  it("refuses a version change while a node cannot be asked what it runs, before the engine runs", async () => {
+    const f = dayTwoFixture({ stack: stackYaml("v1.14.1", "1.36.3") });
+    f.ctx.workspaces.state = deployedState({ bootstrap: true });
+    f.talos.byName("w-2").up = false;
+    assert.equal(await runCli(["up", "staging"], f.ctx), ExitCode.refused);
+    assert.deepEqual(engineRuns(f), []);
+    assert.deepEqual(f.talos.callsOf("upgrade"), []);
+    assert.match(
+      f.ctx.stderr.text,
+      /the stack file asks for Talos v1\.13\.9 → v1\.14\.1, and not every node could be asked what it runs; got w-2/,
+    );
+  });
+
+  it("stops where the roll stopped, with no engine run, and resumes on the next up", async () => {
+    const f = dayTwoFixture({ stack: stackYaml("v1.14.1", "1.36.3") });
+    f.ctx.workspaces.state = deployedState({ bootstrap: true });
+    f.talos.upgrades.set("cp-2", "fail");
+    assert.equal(await runCli(["up", "staging"], f.ctx), ExitCode.failed);
+    assert.deepEqual(engineRuns(f), []);
+    assert.match(
+      f.ctx.stderr.text,
+      /stopped at cp-2 \(upgrade\).*then resume: npm run platform -- up staging/,
+    );
+    f.talos.upgrades.delete("cp-2");
+    assert.equal(await runCli(["up", "staging"], f.ctx), ExitCode.ok, f.ctx.stderr.text);
+    assert.deepEqual(
+      f.talos.callsOf("upgrade").map((l) => l.split(" ")[1]),
+      ["cp-1", "cp-2", "cp-2", "cp-3", "w-1", "w-2", "w-3"],
+    );
     assert.deepEqual(engineRuns(f), ["up"]);
   });
 
-  it("refuses while a roll stopped partway, naming only the nodes still on the older minor", async () => {
-    const f = dayTwoFixture({ stack: stackYaml("v1.14.1") });
-    f.ctx.workspaces.state = deployedState({ bootstrap: true });
-    for (const name of ["cp-1", "cp-2", "cp-3", "w-1"]) f.talos.byName(name).version = "v1.14.1";
-    assert.equal(await runCli(["up", "staging"], f.ctx), ExitCode.refused);
-    assert.match(
-      f.ctx.stderr.text,
-      /nodes run; up would push them configs they do not know; got w-2 v1\.13\.9, w-3 v1\.13\.9\./,
-    );
-  });
-
-  it("refuses a pinned contract moved ahead of the nodes, and one whose nodes cannot all be asked", async () => {
-    const f = dayTwoFixture({ stack: pinned("v1.14.1", "v1.14.0") });
-    f.ctx.workspaces.state = deployedState({ bootstrap: true });
-    assert.equal(await runCli(["up", "staging"], f.ctx), ExitCode.refused);
-    assert.match(
-      f.ctx.stderr.text,
-      /Pulumi\.staging\.yaml configContract: moves the config contract from v1\.13\.9 to v1\.14\.0/,
-    );
-
-    const g = dayTwoFixture({ stack: stackYaml("v1.14.1") });
-    for (const node of g.talos.nodes) node.version = "v1.14.1";
-    g.talos.byName("w-3").up = false;
-    assert.equal(await runCli(["up", "staging"], g.ctx), ExitCode.refused);
-    assert.match(
-      g.ctx.stderr.text,
-      /not every node could be asked its version; got w-3 \(rpc error: code = Unavailable/,
-    );
-  });
-
-  it("refuses when talosctl is missing, saying what to install or pin", async () => {
-    const f = dayTwoFixture({ stack: stackYaml("v1.14.1") });
-    f.talos.client = new UserError(
-      {
-        what: "talosctl",
-        problem: "could not be started (not found)",
-        got: '"talosctl"',
-        fix: "Install talosctl v1.14",
-      },
-      ExitCode.missingCli,
-    );
-    assert.equal(await runCli(["up", "staging"], f.ctx), ExitCode.refused);
-    assert.match(
-      f.ctx.stderr.text,
-      /checking that the nodes run it needs talosctl; got "talosctl could not be started \(not found\).*Install talosctl, or pin configContract: v1\.13\.9/,
-    );
-  });
-
-  it("goes ahead with a note when the contract is pinned and only talosVersion moves, asking no node", async () => {
-    const f = dayTwoFixture({ stack: pinned("v1.14.1", "v1.13.9") });
-    f.ctx.workspaces.state = deployedState({ bootstrap: true });
+  it("asks no node on a cluster's first up", async () => {
+    const f = dayTwoFixture({ outputs: {} });
     assert.equal(await runCli(["up", "staging"], f.ctx), ExitCode.ok, f.ctx.stderr.text);
-    assert.match(
-      f.ctx.stderr.text,
-      /note: Pulumi\.staging\.yaml moves talosVersion from v1\.13\.9 \(deployed\) to v1\.14\.1: `up` does not upgrade nodes/,
-    );
-    assert.deepEqual(f.talos.log, [], "no node was asked");
-    assert.deepEqual(engineRuns(f), ["up"]);
-  });
-
-  it("falls back to the deployed talosVersion for stacks deployed before the configContract output", async () => {
-    const outputs = foundationOutputs();
-    delete outputs.configContract;
-    const f = dayTwoFixture({ stack: stackYaml("v1.14.1"), outputs });
-    assert.equal(await runCli(["up", "staging"], f.ctx), ExitCode.refused);
-    assert.match(f.ctx.stderr.text, /moves the config contract from v1\.13\.9 to v1\.14\.1/);
+    assert.deepEqual(f.talos.log, []);
+    assert.deepEqual(convergeOf(f), {});
   });
 
   it("pins configContract in every foundation stack file of the repository, at or below talosVersion", () => {
@@ -234,14 +238,15 @@ describe("up never bootstraps etcd a second time", () => {
   });
 
   it("reports it together with every other refusal", async () => {
-    const f = dayTwoFixture({ stack: stackYaml("v1.14.1") });
+    // A Kubernetes downgrade (an older branch) is refused as well.
+    const f = dayTwoFixture({ stack: stackYaml("v1.13.9", "1.35.6") });
     f.ctx.workspaces.state = deployedState({ bootstrap: false });
     assert.equal(await runCli(["up", "staging"], f.ctx), ExitCode.refused);
     assert.match(
       f.ctx.stderr.text,
       /preflight foundation\/staging: 2 checks failed; nothing was changed/,
     );
-    assert.match(f.ctx.stderr.text, /- .*configContract is not pinned.*\n {2}- etcd bootstrap: /);
+    assert.match(f.ctx.stderr.text, /- Kubernetes upgrade path: .*\n {2}- etcd bootstrap: /);
   });
 
   it("goes ahead while the state keeps the Bootstrap (it is never created again), on a first up, and after a first up that never bootstrapped", async () => {

@@ -1,17 +1,13 @@
-// What `up` of the foundation checks before the engine changes anything, all in one report: the
-// stack file's versions against the last deployment (no cluster needed), the config contract against
-// what the nodes run, and that etcd is never bootstrapped a second time.
+// What `up` of the foundation checks before anything changes, all in one report: the stack file's
+// versions against the last deployment (one minor at a time, never down, a supported pair; no cluster
+// needed), and that etcd is never bootstrapped a second time. The config contract needs no check
+// here: the program never generates one newer than the nodes run (components/talos/convergence.ts).
 import type { OutputMap } from "@pulumi/pulumi/automation";
 import * as path from "node:path";
 import { bootstrapHistory } from "../../../components/talos/bootstrapRecord";
-import { compareMinor, minorOf, parseVersion } from "../../../components/talos/versions";
-import type { CliContext } from "../../context";
-import { formatProblem, errorReason } from "../../errors";
+import { formatProblem } from "../../errors";
 import type { StackFile } from "../../layers";
 import type { StackOperations, StateResource } from "../../workspace";
-import { type DeployedCluster, deployedCluster, readStackCluster } from "../cluster";
-import { dayTwoDeps } from "../deps";
-import { withTalos } from "../run";
 import { kubernetesStep, kubernetesSupported, talosStep } from "../upgradePath";
 import { type CheckResult, type PreflightReport, fromVerdict, report } from "./report";
 
@@ -38,47 +34,6 @@ function versionChecks(current: Versions, target: Versions, env = "<env>"): Chec
 
 /** The cluster key of the foundation project in a stack file. */
 const CLUSTER_KEY = "talos-platform:cluster";
-
-/**
- * A move of the config contract (the Talos version whose machine-config defaults and features are
- * generated: `configContract`, which defaults to `talosVersion`) to a newer minor than the one last
- * deployed. Nodes must run at least that minor before `up` pushes configs of the new contract.
- */
-interface ContractMove {
-  /** The contract last deployed (the `configContract` output; `talosVersion` before it existed). */
-  readonly from: string;
-  /** The contract the stack file asks for now. */
-  readonly to: string;
-  /** Whether the stack file sets `configContract` itself (else it follows `talosVersion`). */
-  readonly pinned: boolean;
-}
-
-/** The contract a stack file asks for: `configContract`, else `talosVersion`; undefined when unset. */
-function stackContract(
-  stackFile: StackFile,
-): { readonly contract: string; readonly pinned: boolean } | undefined {
-  const cluster = stackFile.config[CLUSTER_KEY] as
-    { talosVersion?: unknown; configContract?: unknown } | undefined;
-  if (cluster?.configContract !== undefined && cluster.configContract !== null) {
-    return { contract: String(cluster.configContract), pinned: true };
-  }
-  if (cluster?.talosVersion === undefined || cluster.talosVersion === null) return undefined;
-  return { contract: String(cluster.talosVersion), pinned: false };
-}
-
-/** The contract move `up` would make, or undefined when it stays on (or below) the deployed minor. */
-export function contractMove(
-  stackFile: StackFile,
-  deployed: OutputMap | undefined,
-): ContractMove | undefined {
-  const wanted = stackContract(stackFile);
-  const before = deployed?.configContract?.value ?? deployed?.talosVersion?.value;
-  if (!wanted || typeof before !== "string") return undefined;
-  const to = parseVersion(wanted.contract);
-  const from = parseVersion(before);
-  if (!to || !from || compareMinor(minorOf(to), minorOf(from)) <= 0) return undefined;
-  return { from: before, to: wanted.contract, pinned: wanted.pinned };
-}
 
 /**
  * The config part of preflight, for `up`: the stack file's versions against those the stack last
@@ -120,24 +75,7 @@ export function preflightForUp(
   }
   const current = { talos: before.talos, kubernetes: before.kubernetes };
   const env = /^Pulumi\.(.+)\.ya?ml$/.exec(display)?.[1] ?? "<env>";
-  const notes: string[] = [];
-  const a = parseVersion(current.talos);
-  const b = parseVersion(desired.talos);
-  if (a && b && a.compare(b) !== 0 && contractMove(stackFile, deployed) === undefined) {
-    notes.push(
-      `${display} moves talosVersion from ${current.talos} (deployed) to ${desired.talos}: \`up\` does not upgrade nodes. ` +
-        `If they do not run ${desired.talos} yet (\`npm run platform -- preflight ${env}\` shows it), run \`npm run platform -- upgrade talos ${env} --to ${desired.talos}\` first`,
-    );
-  }
-  const k = parseVersion(current.kubernetes);
-  const l = parseVersion(desired.kubernetes);
-  if (k && l && k.compare(l) !== 0) {
-    notes.push(
-      `${display} moves kubernetesVersion from ${current.kubernetes} (deployed) to ${desired.kubernetes}: ` +
-        `the control plane is upgraded by \`npm run platform -- upgrade kubernetes ${env} --to ${desired.kubernetes}\`, not by \`up\``,
-    );
-  }
-  return report(versionChecks(current, desired, env), notes);
+  return report(versionChecks(current, desired, env));
 }
 
 /** The type token of the provider's Bootstrap resource (terraform-provider-talos `talos_machine_bootstrap`). */
@@ -147,9 +85,10 @@ export const SECRETS_TYPE = "talos:machine/secrets:Secrets";
 
 /** What `up` needs to check one foundation stack. */
 interface UpPreflightInput {
-  readonly stack: Pick<StackOperations, "outputs" | "stateResources">;
+  readonly stack: Pick<StackOperations, "stateResources">;
+  /** The stack's outputs (none before its first `up`). */
+  readonly outputs: OutputMap;
   readonly stackFile: StackFile;
-  readonly env: string;
 }
 
 /**
@@ -200,121 +139,12 @@ function bootstrapOnce(
   };
 }
 
-/** The deployed nodes on an older minor than a contract's (or an unreadable version), as `name vX.Y.Z`. */
-function olderThan(
-  contract: string,
-  versions: readonly { name: string; talos: string }[],
-): string[] {
-  const minor = minorOf(parseVersion(contract)!);
-  return versions
-    .filter((v) => {
-      // A node may run a pre-release (v1.14.0-beta.1): its minor is what counts.
-      const nodeMinor = /^v?(\d+\.\d+)\.\d+/.exec(v.talos)?.[1];
-      return nodeMinor === undefined || compareMinor(nodeMinor, minor) < 0;
-    })
-    .map((v) => `${v.name} ${v.talos}`);
-}
-
-/**
- * A newer config contract against what the nodes run. Talos generates a machine config for one
- * contract (a Talos minor); a node on an older minor does not know that contract's defaults and
- * documents. So `up` asks every deployed node its version (talosctl, only when the contract moves)
- * and refuses while any runs an older minor.
- */
-async function contractCheck(
-  ctx: CliContext,
-  move: ContractMove,
-  cluster: () => DeployedCluster,
-  display: string,
-  env: string,
-): Promise<CheckResult> {
-  const key = move.pinned ? "configContract" : "talosVersion (configContract is not pinned)";
-  const keep = `or pin configContract: ${move.from} in ${display} to keep the deployed contract`;
-  const failed = (problem: string, got: string, fix: string): CheckResult => ({
-    id: "config-contract",
-    status: "failed",
-    detail: formatProblem({ what: `${display} ${key}`, problem, got, fix }),
-  });
-  let deployed: DeployedCluster;
-  try {
-    deployed = cluster();
-  } catch (error) {
-    return failed(
-      `moves the config contract from ${move.from} to ${move.to}, and the nodes' versions cannot be asked`,
-      JSON.stringify(errorReason(error)),
-      `Deploy with the current program first, ${keep}`,
-    );
-  }
-  const deps = dayTwoDeps(ctx);
-  const answers = await withTalos(deps, deployed, async (client) => {
-    try {
-      await client.clientVersion();
-    } catch (error) {
-      return { error: errorReason(error) };
-    }
-    const versions: { name: string; talos: string }[] = [];
-    const silent: string[] = [];
-    for (const node of deployed.nodes) {
-      try {
-        versions.push({ name: node.name, talos: await client.nodeVersion(node.address) });
-      } catch (error) {
-        silent.push(`${node.name} (${errorReason(error)})`);
-      }
-    }
-    return { versions, silent };
-  });
-  if ("error" in answers) {
-    return failed(
-      `moves the config contract from ${move.from} to ${move.to}; checking that the nodes run it needs talosctl`,
-      JSON.stringify(answers.error),
-      `Install talosctl, ${keep}`,
-    );
-  }
-  const older = olderThan(move.to, answers.versions);
-  const upgrade = `npm run platform -- upgrade talos ${env} --to ${deployed.stack.talosVersion}`;
-  if (older.length > 0) {
-    return failed(
-      `moves the config contract from ${move.from} to ${move.to}, newer than what nodes run; up would push them configs they do not know`,
-      [...older, ...answers.silent.map((s) => `not asked: ${s}`)].join(", "),
-      `Upgrade the nodes first (${upgrade}), ${keep}`,
-    );
-  }
-  if (answers.silent.length > 0) {
-    return failed(
-      `moves the config contract from ${move.from} to ${move.to}, and not every node could be asked its version`,
-      answers.silent.join("; "),
-      `Bring them back and rerun, ${keep}`,
-    );
-  }
-  return {
-    id: "config-contract",
-    status: "ok",
-    detail: `the config contract moves from ${move.from} to ${move.to}; every node runs Talos ${minorOf(parseVersion(move.to)!)} or newer`,
-  };
-}
-
-/** Every check `up` of the foundation makes before the engine runs, in one report. */
-export async function upPreflight(
-  ctx: CliContext,
-  input: UpPreflightInput,
-): Promise<PreflightReport> {
-  const outputs = await input.stack.outputs();
-  const deployed = Object.keys(outputs).length > 0 ? outputs : undefined;
+/** Every check `up` of the foundation makes before anything changes, in one report. */
+export async function upPreflight(input: UpPreflightInput): Promise<PreflightReport> {
+  const deployed = Object.keys(input.outputs).length > 0 ? input.outputs : undefined;
   const config = preflightForUp(input.stackFile, deployed);
-  const checks: CheckResult[] = [...config.checks];
-  const display = path.basename(input.stackFile.path);
-  const move = contractMove(input.stackFile, deployed);
-  if (move) {
-    checks.push(
-      await contractCheck(
-        ctx,
-        move,
-        () => deployedCluster(readStackCluster(ctx.repoRoot, input.env), outputs),
-        display,
-        input.env,
-      ),
-    );
-  }
-  checks.push(bootstrapOnce(input.stackFile, await input.stack.stateResources(), deployed));
-  return report(checks, config.notes);
+  return report([
+    ...config.checks,
+    bootstrapOnce(input.stackFile, await input.stack.stateResources(), deployed),
+  ]);
 }
