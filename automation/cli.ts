@@ -101,6 +101,10 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
     .action(runEngine("preview"));
   engineCommand("up", "create or update the stack's resources")
     .option("--skip-missing-layer", skipMissingLayer)
+    .option(
+      "--allow-single-control-plane",
+      "let a control-plane removal leave one control plane (etcd and the API down on its every reboot)",
+    )
     .action(runEngine("up"));
   engineCommand("refresh", "read the real resources back into the state").action(
     runEngine("refresh"),
@@ -323,6 +327,7 @@ interface EngineOptions extends LayerOption, CliOptions {
   summary?: string;
   skipMissingLayer?: boolean;
   yesDestroyProd?: boolean;
+  allowSingleControlPlane?: boolean;
 }
 
 function operationRequest(
@@ -339,6 +344,7 @@ function operationRequest(
     diff: options.diff === true,
     ...(options.summary !== undefined ? { summaryFile: options.summary } : {}),
     skipMissingLayer: options.skipMissingLayer === true,
+    allowSingleControlPlane: options.allowSingleControlPlane === true,
     commandLine: `${operation} ${env} --layer ${options.layer}`,
   };
 }

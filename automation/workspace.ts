@@ -44,6 +44,11 @@ export interface StackOperations {
   outputs(): Promise<OutputMap>;
   /** The resources in the stack's state (from `pulumi stack export`; nothing is decrypted). */
   stateResources(): Promise<StateResource[]>;
+  /**
+   * Clears the `protect` flag of these resources in the state (export, then import), so the next
+   * run may delete them: a control plane that left etcd. Nothing else of the state changes.
+   */
+  unprotect(urns: readonly string[]): Promise<void>;
 }
 
 /** Which stack to open, and how. */
@@ -171,6 +176,16 @@ export function stackOperations(stack: Stack): StackOperations {
       return (Array.isArray(resources) ? (resources as Partial<StateResource>[]) : [])
         .filter((r) => typeof r.urn === "string" && typeof r.type === "string")
         .map((r) => ({ urn: r.urn!, type: r.type! }));
+    },
+    async unprotect(urns) {
+      const exported = await stack.exportStack();
+      const deployment = exported.deployment as {
+        resources?: { urn?: string; protect?: boolean }[];
+      };
+      for (const resource of deployment.resources ?? []) {
+        if (resource.urn && urns.includes(resource.urn)) resource.protect = false;
+      }
+      await stack.importStack(exported);
     },
   };
 }

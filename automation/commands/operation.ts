@@ -1,7 +1,7 @@
 // preview, up, refresh and destroy of one layer (or every layer) of one environment: check
 // everything that can be checked without the engine first, then per layer take the lock, run the
 // engine with the progress view, and write the preview summary.
-import type { EngineEvent } from "@pulumi/pulumi/automation";
+import type { EngineEvent, OutputMap } from "@pulumi/pulumi/automation";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { chooseBackend, chooseSecretsProvider, resolveStackSettings } from "../backend";
@@ -33,7 +33,7 @@ import { keepLayout, removeConfigKeys } from "../stackFileRepair";
 import type { StackOperations } from "../workspace";
 import { assertPreflight } from "../dayTwo/preflight/report";
 import { upPreflight } from "../dayTwo/preflight/up";
-import { convergeFoundation } from "../dayTwo/convergeUp";
+import { controlPlaneStep, convergeFoundation } from "../dayTwo/convergeUp";
 import type { ConvergeRequest } from "../../components/talos/convergence";
 import { lockStack } from "../lock";
 import { ProgressRenderer } from "../progress";
@@ -62,6 +62,18 @@ export interface OperationRequest {
   readonly skipMissingLayer: boolean;
   /** The command line, recorded in the lock so a refused run can say who holds it. */
   readonly commandLine: string;
+  /** up: a control-plane removal may leave a single control plane (3→1). */
+  readonly allowSingleControlPlane?: boolean;
+}
+
+/** The control planes `after`'s outputs record that `before`'s did not: the run just added them. */
+function addedControlPlanes(before: OutputMap, after: OutputMap): string[] {
+  const names = (outputs: OutputMap) =>
+    Object.keys(
+      (outputs.nodes?.value as { controlplane?: object } | undefined)?.controlplane ?? {},
+    );
+  const had = new Set(names(before));
+  return names(after).filter((name) => !had.has(name));
 }
 
 /** Runs an engine operation; resolves to the exit code, rejects with a translated error. */
@@ -356,11 +368,13 @@ async function runOnLayer(
         ...(ctx.signal ? { signal: ctx.signal } : {}),
       };
       let converge: ConvergeRequest | undefined;
+      let outputsBefore: OutputMap = {};
       if (operation === "up" && layer.name === "foundation") {
         // Before any change: the version steps the stack file asks for and etcd bootstrapped only
         // once (automation/dayTwo/preflight/up.ts); then each disruptive step, sequenced and gated
         // (automation/dayTwo/convergeUp.ts), and the engine told what they reached.
         const outputs = await stack.outputs();
+        outputsBefore = outputs;
         const report = await upPreflight({ stack, outputs, stackFile: readStackFile(layer, env) });
         for (const note of report.notes) ctx.stderr.write(`note: ${note}\n`);
         assertPreflight(target, report);
@@ -369,6 +383,17 @@ async function runOnLayer(
           outputs,
           installCli: request.installCli,
         });
+        // A control plane gone from the stack file leaves etcd before the run that removes it.
+        converge =
+          (await controlPlaneStep(ctx, {
+            env,
+            outputs,
+            installCli: request.installCli,
+            stack,
+            allowSingleControlPlane: request.allowSingleControlPlane === true,
+            request: converge,
+            justAdded: [],
+          })) ?? converge;
       }
       if (operation === "preview") {
         const diff = request.diff
@@ -377,6 +402,24 @@ async function runOnLayer(
         await stack.preview({ ...options, ...diff });
       } else {
         await stack[operation]({ ...options, ...(converge ? { converge } : {}) });
+        // etcd's membership changes one member per engine run: another run until it is the
+        // stack file's (automation/dayTwo/convergeUp.ts).
+        while (converge) {
+          const outputs = await stack.outputs();
+          const next = await controlPlaneStep(ctx, {
+            env,
+            outputs,
+            installCli: request.installCli,
+            stack,
+            allowSingleControlPlane: request.allowSingleControlPlane === true,
+            request: { ...converge, leftEtcd: [] },
+            justAdded: addedControlPlanes(outputsBefore, outputs),
+          });
+          if (!next) break;
+          outputsBefore = outputs;
+          converge = next;
+          await stack.up({ ...options, converge });
+        }
       }
     } catch (error) {
       if (missingStack) {

@@ -8,12 +8,13 @@ import type { OutputMap } from "@pulumi/pulumi/automation";
 import { type ConvergeRequest, converge, lastDeployment } from "../../components/talos/convergence";
 import type { CliContext } from "../context";
 import { ExitCode, UserError, errorReason } from "../errors";
+import type { StackOperations } from "../workspace";
 import { workerBatchSize } from "./batches";
-import { readStackCluster } from "./cluster";
+import { controlPlanes, readStackCluster } from "./cluster";
 import { upgradeKubernetesSteps } from "./kubernetesUpgrade";
-import { DEFAULT_KEEP_SNAPSHOTS } from "./options";
+import { DEFAULT_KEEP_SNAPSHOTS, DEFAULT_ROLLOUT_TIMEOUTS } from "./options";
 import { type DayTwoSession, runDayTwo } from "./run";
-import { sameVersion } from "./gates";
+import { healthGate, quorum, sameVersion } from "./gates";
 import { retagImage } from "./talosctlOutput";
 import { rollTalos } from "./talosUpgrade";
 
@@ -150,4 +151,194 @@ function withRequest(
     ...(request.kubernetesVersion ? { kubernetesVersion: request.kubernetesVersion } : {}),
     installerImages: { ...last.installerImages, ...request.installers },
   };
+}
+
+/** How long a new control plane may take to become a voting member, and how often to look. */
+const JOIN_TIMEOUT_MS = 15 * 60_000;
+const JOIN_POLL_MS = 10_000;
+
+/** What `up` needs to take its next control-plane step. */
+export interface ControlPlaneStepInput {
+  readonly env: string;
+  /** The stack's outputs now (after the engine run, when there was one). */
+  readonly outputs: OutputMap;
+  readonly installCli: boolean;
+  readonly stack: Pick<StackOperations, "stateResources" | "unprotect">;
+  /** 3→1 (or any change to a single control plane) is an explicit choice. */
+  readonly allowSingleControlPlane: boolean;
+  /** What the engine runs are told; a removal adds its node to `leftEtcd`. */
+  readonly request: ConvergeRequest;
+  /** Control planes the engine run just before added (they must become voters first). */
+  readonly justAdded: readonly string[];
+}
+
+/**
+ * One change of etcd's membership per engine run, as etcd allows it: every recorded control plane
+ * must be a healthy voting member first (a new one has joined); then either another run adds the
+ * next new control plane, or a removed one leaves etcd here (quorum after its removal checked,
+ * leadership handed over, `etcd leave`) and the next run removes its machine. Resolves to the
+ * request of the next engine run, or undefined when membership is the stack file's.
+ */
+export async function controlPlaneStep(
+  ctx: CliContext,
+  input: ControlPlaneStepInput,
+): Promise<ConvergeRequest | undefined> {
+  const values = Object.fromEntries(Object.entries(input.outputs).map(([k, o]) => [k, o.value]));
+  const last = lastDeployment(values);
+  if (!last.exists) return undefined;
+  const stack = readStackCluster(ctx.repoRoot, input.env);
+  const plan = converge(
+    { ...stack, configContract: stack.talosVersion, nodes: stack.nodes },
+    last,
+    input.request,
+    input.env,
+  ).pending;
+  const membership = plan.addControlPlanes.length + plan.removeControlPlanes.length;
+  if (membership === 0 && input.justAdded.length === 0) return undefined;
+  const target = `foundation/${input.env}`;
+  return runDayTwo(
+    ctx,
+    { command: "up", env: input.env, installCli: input.installCli, withinUp: input },
+    async (session) => {
+      await waitForVoters(session, last.controlPlanes);
+      if (membership === 0) return undefined;
+      if (plan.addControlPlanes.length > 0) {
+        session.out(`up ${target}: next, ${plan.addControlPlanes[0]} joins etcd`);
+        return input.request;
+      }
+      const leaving = plan.removeControlPlanes[0];
+      const remaining = last.controlPlanes.length - 1;
+      if (remaining === 1 && !input.allowSingleControlPlane) {
+        throw new UserError(
+          {
+            what: `up ${target}`,
+            problem: `removing ${leaving} leaves a single control plane: etcd and the API go down with it on every reboot`,
+            got: `${last.controlPlanes.length} → 1`,
+            fix: `Rerun with --allow-single-control-plane if that is what you mean; nothing was changed`,
+          },
+          ExitCode.refused,
+        );
+      }
+      await leaveEtcd(session, leaving);
+      const cluster = session.cluster.clusterName;
+      const own = (urn: string) => {
+        const name = urn.slice(urn.lastIndexOf("::") + 2);
+        return name === `${cluster}-${leaving}` || name.startsWith(`${cluster}-${leaving}-`);
+      };
+      const urns = (await input.stack.stateResources()).map((r) => r.urn).filter(own);
+      await input.stack.unprotect(urns);
+      session.out(
+        `up ${target}: ${leaving} left etcd; its machine is removed next (${urns.length} resources unprotected)`,
+      );
+      return { ...input.request, leftEtcd: [...(input.request.leftEtcd ?? []), leaving] };
+    },
+  );
+}
+
+/** Waits until each of `names` is a voting etcd member (not a learner), then for the cluster's health. */
+async function waitForVoters(session: DayTwoSession, names: readonly string[]): Promise<void> {
+  const { client, deps, cluster, out } = session;
+  const cps = controlPlanes(cluster);
+  const start = deps.clock.now();
+  let missing: string[] = [];
+  for (;;) {
+    try {
+      const via = cps.find((cp) => names.includes(cp.name)) ?? cps[0];
+      const members = await client.etcdMembers(via.address);
+      missing = names.filter((name) => !members.some((m) => m.hostname === name && !m.learner));
+    } catch (error) {
+      missing = [`(members unreadable: ${errorReason(error)})`];
+    }
+    if (missing.length === 0) break;
+    if (deps.clock.now() - start >= JOIN_TIMEOUT_MS) {
+      throw new UserError(
+        {
+          what: `up foundation/${cluster.stack.env}`,
+          problem: `etcd did not make every control plane a voting member within ${JOIN_TIMEOUT_MS / 60_000} minutes`,
+          got: missing.join(", "),
+          fix: `Check it (talosctl etcd members; talosctl -n <node> service etcd), then rerun up: it goes on from here`,
+        },
+        ExitCode.failed,
+      );
+    }
+    await deps.clock.sleep(JOIN_POLL_MS);
+  }
+  const health = await healthGate(client, cluster, DEFAULT_ROLLOUT_TIMEOUTS.healthMs);
+  if (!health.ok) {
+    throw new UserError(
+      {
+        what: `up foundation/${cluster.stack.env}`,
+        problem: "the cluster is not healthy after etcd's membership changed",
+        got: JSON.stringify(health.reason),
+        fix: "Fix it (npm run platform -- preflight shows what), then rerun up",
+      },
+      ExitCode.failed,
+    );
+  }
+  out(`etcd: ${names.join(", ")} voting members; cluster healthy`);
+}
+
+/**
+ * Takes one control plane out of etcd: the others must keep quorum without it, it hands leadership
+ * over, and leaves (or, when it does not answer, another control plane removes its member).
+ */
+async function leaveEtcd(session: DayTwoSession, name: string): Promise<void> {
+  const { client, cluster, out } = session;
+  const node = cluster.nodes.find((n) => n.name === name);
+  const others = controlPlanes(cluster).filter((cp) => cp.name !== name);
+  const via = others[0];
+  const fail = (problem: string, got: string, fix: string): never => {
+    throw new UserError(
+      { what: `up foundation/${cluster.stack.env}`, problem, got, fix },
+      ExitCode.refused,
+    );
+  };
+  if (!via) return fail(`${name} is the only control plane`, name, "Keep it");
+  const members = await client.etcdMembers(via.address);
+  const member = members.find((m) => m.hostname === name);
+  if (!member) {
+    out(`etcd: ${name} is not a member (it left already)`);
+    return;
+  }
+  const voters = members.filter((m) => !m.learner).length;
+  let healthy = 0;
+  for (const cp of others) {
+    try {
+      const status = await client.service(cp.address, "etcd");
+      if (status.state === "Running" && status.health === "OK") healthy++;
+    } catch {
+      // not healthy
+    }
+  }
+  const need = quorum(voters - 1);
+  if (healthy < need) {
+    fail(
+      `removing ${name} from etcd would leave ${healthy} healthy members of ${voters - 1}; quorum needs ${need}`,
+      `${healthy} healthy`,
+      "Bring the other control planes back first; nothing was changed",
+    );
+  }
+  let reachable = node !== undefined;
+  if (node) {
+    try {
+      await client.etcdForfeitLeadership(node.address);
+      await client.etcdLeave(node.address);
+      out(`etcd: ${name} handed leadership over and left (talosctl etcd leave)`);
+    } catch (error) {
+      reachable = false;
+      out(`etcd: ${name} could not leave by itself (${errorReason(error)})`);
+    }
+  }
+  if (!reachable) {
+    await client.etcdRemoveMember(via.address, member.id);
+    out(`etcd: ${via.name} removed ${name}'s member ${member.id}`);
+  }
+  const after = await client.etcdMembers(via.address);
+  if (after.some((m) => m.id === member.id)) {
+    fail(
+      `${name} is still an etcd member after leaving`,
+      member.id,
+      `Check talosctl -n ${via.address} etcd members, then rerun up`,
+    );
+  }
 }

@@ -94,6 +94,8 @@ export interface TalosClient {
    * Stopped (and rejected) after `timeoutMs`.
    */
   upgradeKubernetes(via: string, to: string, dryRun: boolean, timeoutMs: number): Promise<string>;
+  /** The node hands etcd's leadership to another member, if it holds it (before it leaves). */
+  etcdForfeitLeadership(node: string): Promise<void>;
   /** The node leaves etcd gracefully (it must be up). */
   etcdLeave(node: string): Promise<void>;
   /** Removes a member that cannot leave by itself (its node is gone), through another control plane. */

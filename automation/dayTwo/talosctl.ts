@@ -234,6 +234,10 @@ export class TalosctlClient implements TalosClient {
     });
   }
 
+  async etcdForfeitLeadership(node: string): Promise<void> {
+    await this.exec(["etcd", "forfeit-leadership"], { node, timeoutMs: TALOSCTL_TIMEOUTS.query });
+  }
+
   async etcdLeave(node: string): Promise<void> {
     await this.exec(["etcd", "leave"], { node, timeoutMs: TALOSCTL_TIMEOUTS.query });
   }

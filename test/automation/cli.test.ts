@@ -40,7 +40,7 @@ describe("platform CLI: parsing and dispatch", () => {
     assert.equal(await runCli(["up", "--help"], ctx), ExitCode.ok);
     assert.match(
       ctx.stdout.text,
-      /--layer <layer> .*\(choices: "bootstrap",\s+"foundation", "app", "all", default: "foundation"\)/s,
+      /--layer <layer> .*\(choices:\s+"bootstrap",\s+"foundation",\s+"app",\s+"all",\s+default:\s+"foundation"\)/s,
     );
     assert.match(ctx.stdout.text, /--install-cli/);
   });

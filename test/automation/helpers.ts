@@ -72,7 +72,8 @@ export type FakeCall =
       readonly converge?: unknown;
     }
   | { readonly kind: "outputs"; readonly workDir: string; readonly stackName: string }
-  | { readonly kind: "stateResources"; readonly workDir: string; readonly stackName: string };
+  | { readonly kind: "stateResources"; readonly workDir: string; readonly stackName: string }
+  | { readonly kind: "unprotect"; readonly urns: readonly string[] };
 
 /** A workspace factory that records every call and plays scripted runs. */
 export class FakeWorkspaces implements WorkspaceFactory {
@@ -135,6 +136,9 @@ export class FakeWorkspaces implements WorkspaceFactory {
           stackName: request.stackName,
         });
         return this.state;
+      },
+      unprotect: async (urns: readonly string[]) => {
+        this.calls.push({ kind: "unprotect", urns: [...urns] });
       },
     };
   }

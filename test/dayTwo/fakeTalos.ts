@@ -299,6 +299,11 @@ export class FakeTalos implements TalosClient {
     return "";
   }
 
+  async etcdForfeitLeadership(node: string): Promise<void> {
+    const n = this.reach(node);
+    this.log.push(`etcd forfeit-leadership ${n.name}`);
+  }
+
   async etcdLeave(node: string): Promise<void> {
     const n = this.reach(node);
     this.log.push(`etcd leave ${n.name}`);

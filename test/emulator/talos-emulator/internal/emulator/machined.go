@@ -454,6 +454,17 @@ func (s *machineService) EtcdLeaveCluster(_ context.Context, _ *machine.EtcdLeav
 	return &machine.EtcdLeaveClusterResponse{Messages: []*machine.EtcdLeaveCluster{{}}}, nil
 }
 
+// EtcdForfeitLeadership hands etcd's leadership over before the member leaves. The emulated etcd
+// elects no leader, so no member holds it: the answer is Talos' for a member that is not the leader,
+// no member named.
+func (s *machineService) EtcdForfeitLeadership(_ context.Context, _ *machine.EtcdForfeitLeadershipRequest) (*machine.EtcdForfeitLeadershipResponse, error) {
+	if _, err := s.node.etcdMember("etcd forfeit leadership"); err != nil {
+		return nil, err
+	}
+
+	return &machine.EtcdForfeitLeadershipResponse{Messages: []*machine.EtcdForfeitLeadership{{}}}, nil
+}
+
 // EtcdSnapshot streams a consistent snapshot of etcd (a bbolt database with its SHA-256 appended).
 func (s *machineService) EtcdSnapshot(_ *machine.EtcdSnapshotRequest, srv grpc.ServerStreamingServer[common.Data]) error {
 	n := s.node
