@@ -245,13 +245,15 @@ describe("one owner: what a run may change on a running cluster", () => {
       }
     });
 
-    it("removes a control plane the CLI took out of etcd, one per run", async () => {
-      const { recorder } = await run(proxmoxCluster(), deployedWith(4), { leftEtcd: ["cp-4"] });
+    it("removes the control planes the CLI took out of etcd, and refuses while one of them has not left", async () => {
+      const { recorder } = await run(proxmoxCluster(), deployedWith(5), {
+        leftEtcd: ["cp-4", "cp-5"],
+      });
       assert.ok(recorder.resources.some((r) => r.name === "demo-cp-3-vm"));
-      assert.ok(!recorder.resources.some((r) => r.name.startsWith("demo-cp-4")));
+      assert.ok(!recorder.resources.some((r) => /^demo-cp-[45]/.test(r.name)));
       await assert.rejects(
-        run(proxmoxCluster(), deployedWith(5), { leftEtcd: ["cp-4", "cp-5"] }),
-        /removing 2 control planes at once; got cp-4, cp-5/,
+        run(proxmoxCluster(), deployedWith(5), { leftEtcd: ["cp-5"] }),
+        /removing control plane cp-4 would take an etcd member away without leaving etcd/,
       );
     });
   });

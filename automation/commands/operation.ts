@@ -76,6 +76,13 @@ function addedControlPlanes(before: OutputMap, after: OutputMap): string[] {
   return names(after).filter((name) => !had.has(name));
 }
 
+/** The request without the removals the run before completed (their machines are gone). */
+function withoutLeft(request: ConvergeRequest): ConvergeRequest {
+  return Object.fromEntries(
+    Object.entries(request).filter(([key]) => key !== "leftEtcd"),
+  ) as ConvergeRequest;
+}
+
 /** Runs an engine operation; resolves to the exit code, rejects with a translated error. */
 export async function runOperation(
   ctx: CliContext,
@@ -392,7 +399,6 @@ async function runOnLayer(
             stack,
             allowSingleControlPlane: request.allowSingleControlPlane === true,
             request: converge,
-            justAdded: [],
           })) ?? converge;
       }
       if (operation === "preview") {
@@ -402,8 +408,8 @@ async function runOnLayer(
         await stack.preview({ ...options, ...diff });
       } else {
         await stack[operation]({ ...options, ...(converge ? { converge } : {}) });
-        // etcd's membership changes one member per engine run: another run until it is the
-        // stack file's (automation/dayTwo/convergeUp.ts).
+        // New control planes join etcd one per engine run: another run until the stack file's
+        // have all joined (automation/dayTwo/convergeUp.ts).
         while (converge) {
           const outputs = await stack.outputs();
           const next = await controlPlaneStep(ctx, {
@@ -412,7 +418,7 @@ async function runOnLayer(
             installCli: request.installCli,
             stack,
             allowSingleControlPlane: request.allowSingleControlPlane === true,
-            request: { ...converge, leftEtcd: [] },
+            request: withoutLeft(converge),
             justAdded: addedControlPlanes(outputsBefore, outputs),
           });
           if (!next) break;

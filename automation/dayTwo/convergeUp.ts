@@ -164,20 +164,25 @@ export interface ControlPlaneStepInput {
   readonly outputs: OutputMap;
   readonly installCli: boolean;
   readonly stack: Pick<StackOperations, "stateResources" | "unprotect">;
-  /** 3→1 (or any change to a single control plane) is an explicit choice. */
+  /** A change that leaves a single control plane (3→1) is an explicit choice. */
   readonly allowSingleControlPlane: boolean;
-  /** What the engine runs are told; a removal adds its node to `leftEtcd`. */
+  /** What the engine runs are told; the removals add their nodes to `leftEtcd`. */
   readonly request: ConvergeRequest;
-  /** Control planes the engine run just before added (they must become voters first). */
-  readonly justAdded: readonly string[];
+  /**
+   * After an engine run, the control planes it added (they must become voters before the next
+   * joins); undefined before the first run.
+   */
+  readonly justAdded?: readonly string[];
 }
 
 /**
- * One change of etcd's membership per engine run, as etcd allows it: every recorded control plane
- * must be a healthy voting member first (a new one has joined); then either another run adds the
- * next new control plane, or a removed one leaves etcd here (quorum after its removal checked,
- * leadership handed over, `etcd leave`) and the next run removes its machine. Resolves to the
- * request of the next engine run, or undefined when membership is the stack file's.
+ * etcd's membership changes one member at a time, each change complete before the next (etcd's
+ * runtime-reconfiguration guide). Before the first engine run, every control plane the stack file
+ * drops leaves etcd here, one after the other (quorum without it checked, leadership handed over,
+ * `etcd leave`), and its resources are unprotected so that run removes its machine; a replacement
+ * thus removes the old member before the new one joins, as etcd's guide advises. New control
+ * planes join one per engine run, each a healthy voting member before the next run adds another.
+ * Resolves to the request of the next engine run, or undefined when no other run is needed.
  */
 export async function controlPlaneStep(
   ctx: CliContext,
@@ -187,56 +192,68 @@ export async function controlPlaneStep(
   const last = lastDeployment(values);
   if (!last.exists) return undefined;
   const stack = readStackCluster(ctx.repoRoot, input.env);
-  const plan = converge(
-    { ...stack, configContract: stack.talosVersion, nodes: stack.nodes },
-    last,
-    input.request,
-    input.env,
-  ).pending;
-  const membership = plan.addControlPlanes.length + plan.removeControlPlanes.length;
-  if (membership === 0 && input.justAdded.length === 0) return undefined;
+  const wanted = stack.nodes.filter((n) => n.role === "controlplane").map((n) => n.name);
+  const adding = wanted.filter((name) => !last.controlPlanes.includes(name));
+  const removing = last.controlPlanes.filter((name) => !wanted.includes(name));
+  const before = input.justAdded === undefined;
+  if (before ? adding.length + removing.length === 0 : input.justAdded!.length === 0) {
+    return undefined;
+  }
   const target = `foundation/${input.env}`;
+  if (before && removing.length > 0 && wanted.length === 1 && !input.allowSingleControlPlane) {
+    throw new UserError(
+      {
+        what: `up ${target}`,
+        problem: `the stack file keeps a single control plane: etcd and the Kubernetes API go down with it on every reboot`,
+        got: `${last.controlPlanes.length} → 1 (removing ${removing.join(", ")})`,
+        fix: "Rerun with --allow-single-control-plane if that is what you mean; nothing was changed",
+      },
+      ExitCode.refused,
+    );
+  }
   return runDayTwo(
     ctx,
     { command: "up", env: input.env, installCli: input.installCli, withinUp: input },
     async (session) => {
-      await waitForVoters(session, last.controlPlanes);
-      if (membership === 0) return undefined;
-      if (plan.addControlPlanes.length > 0) {
-        session.out(`up ${target}: next, ${plan.addControlPlanes[0]} joins etcd`);
+      if (!before || removing.length === 0) {
+        await waitForVoters(session, last.controlPlanes, { health: true });
+        if (adding.length === 0) return undefined;
+        session.out(`up ${target}: ${adding[0]} joins etcd in this engine run`);
         return input.request;
       }
-      const leaving = plan.removeControlPlanes[0];
-      const remaining = last.controlPlanes.length - 1;
-      if (remaining === 1 && !input.allowSingleControlPlane) {
-        throw new UserError(
-          {
-            what: `up ${target}`,
-            problem: `removing ${leaving} leaves a single control plane: etcd and the API go down with it on every reboot`,
-            got: `${last.controlPlanes.length} → 1`,
-            fix: `Rerun with --allow-single-control-plane if that is what you mean; nothing was changed`,
-          },
-          ExitCode.refused,
-        );
+      // A control plane is often removed because it is failing: only the ones that stay must be
+      // voters, and quorum without each leaving one is checked as it leaves.
+      const staying = last.controlPlanes.filter((name) => !removing.includes(name));
+      await waitForVoters(session, staying, { health: false });
+      await session.snapshot(DEFAULT_KEEP_SNAPSHOTS);
+      const left: string[] = [];
+      for (const name of removing) {
+        await leaveEtcd(session, name, left);
+        left.push(name);
       }
-      await leaveEtcd(session, leaving);
       const cluster = session.cluster.clusterName;
-      const own = (urn: string) => {
+      const owned = (urn: string) => {
         const name = urn.slice(urn.lastIndexOf("::") + 2);
-        return name === `${cluster}-${leaving}` || name.startsWith(`${cluster}-${leaving}-`);
+        return left.some(
+          (node) => name === `${cluster}-${node}` || name.startsWith(`${cluster}-${node}-`),
+        );
       };
-      const urns = (await input.stack.stateResources()).map((r) => r.urn).filter(own);
+      const urns = (await input.stack.stateResources()).map((r) => r.urn).filter(owned);
       await input.stack.unprotect(urns);
       session.out(
-        `up ${target}: ${leaving} left etcd; its machine is removed next (${urns.length} resources unprotected)`,
+        `up ${target}: ${left.join(", ")} left etcd; the engine run removes ${left.length === 1 ? "its machine" : "their machines"} (${urns.length} resources unprotected)`,
       );
-      return { ...input.request, leftEtcd: [...(input.request.leftEtcd ?? []), leaving] };
+      return { ...input.request, leftEtcd: left };
     },
   );
 }
 
 /** Waits until each of `names` is a voting etcd member (not a learner), then for the cluster's health. */
-async function waitForVoters(session: DayTwoSession, names: readonly string[]): Promise<void> {
+async function waitForVoters(
+  session: DayTwoSession,
+  names: readonly string[],
+  options: { readonly health: boolean },
+): Promise<void> {
   const { client, deps, cluster, out } = session;
   const cps = controlPlanes(cluster);
   const start = deps.clock.now();
@@ -263,13 +280,14 @@ async function waitForVoters(session: DayTwoSession, names: readonly string[]): 
     }
     await deps.clock.sleep(JOIN_POLL_MS);
   }
+  if (!options.health) return;
   const health = await healthGate(client, cluster, DEFAULT_ROLLOUT_TIMEOUTS.healthMs);
   if (!health.ok) {
     throw new UserError(
       {
         what: `up foundation/${cluster.stack.env}`,
         problem: "the cluster is not healthy after etcd's membership changed",
-        got: JSON.stringify(health.reason),
+        got: health.reason,
         fix: "Fix it (npm run platform -- preflight shows what), then rerun up",
       },
       ExitCode.failed,
@@ -279,17 +297,26 @@ async function waitForVoters(session: DayTwoSession, names: readonly string[]): 
 }
 
 /**
- * Takes one control plane out of etcd: the others must keep quorum without it, it hands leadership
- * over, and leaves (or, when it does not answer, another control plane removes its member).
+ * Takes one control plane out of etcd: the others (not those that `left` already) must keep quorum
+ * without it, it hands leadership over, and leaves (or, when it does not answer, another control
+ * plane removes its member).
  */
-async function leaveEtcd(session: DayTwoSession, name: string): Promise<void> {
+async function leaveEtcd(
+  session: DayTwoSession,
+  name: string,
+  left: readonly string[],
+): Promise<void> {
   const { client, cluster, out } = session;
   const node = cluster.nodes.find((n) => n.name === name);
-  const others = controlPlanes(cluster).filter((cp) => cp.name !== name);
+  const others = controlPlanes(cluster).filter((cp) => cp.name !== name && !left.includes(cp.name));
   const via = others[0];
+  const changed =
+    left.length === 0
+      ? "nothing was changed"
+      : `${left.join(", ")} left etcd already; rerun up to go on from here`;
   const fail = (problem: string, got: string, fix: string): never => {
     throw new UserError(
-      { what: `up foundation/${cluster.stack.env}`, problem, got, fix },
+      { what: `up foundation/${cluster.stack.env}`, problem, got, fix: `${fix}; ${changed}` },
       ExitCode.refused,
     );
   };
@@ -315,7 +342,7 @@ async function leaveEtcd(session: DayTwoSession, name: string): Promise<void> {
     fail(
       `removing ${name} from etcd would leave ${healthy} healthy members of ${voters - 1}; quorum needs ${need}`,
       `${healthy} healthy`,
-      "Bring the other control planes back first; nothing was changed",
+      "Bring the other control planes back first",
     );
   }
   let reachable = node !== undefined;
@@ -338,7 +365,7 @@ async function leaveEtcd(session: DayTwoSession, name: string): Promise<void> {
     fail(
       `${name} is still an etcd member after leaving`,
       member.id,
-      `Check talosctl -n ${via.address} etcd members, then rerun up`,
+      `Check talosctl -n ${via.address} etcd members`,
     );
   }
 }

@@ -224,10 +224,6 @@ export function converge(
     refusals.push(
       `nodes: removing control plane ${stillMembers.join(", ")} would take ${stillMembers.length === 1 ? "an etcd member" : "etcd members"} away without leaving etcd; got no etcd leave. Run \`${upCommand}\`: it takes one control plane at a time out of etcd, then removes its machine`,
     );
-  } else if (removing.length > 1) {
-    refusals.push(
-      `nodes: removing ${removing.length} control planes at once; got ${removing.join(", ")}. Remove one per run (\`${upCommand}\` does)`,
-    );
   }
 
   const deferred = new Set(addControlPlanes);

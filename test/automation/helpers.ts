@@ -88,7 +88,7 @@ export class FakeWorkspaces implements WorkspaceFactory {
   /** The resources `pulumi stack export` would list. */
   state: StateResource[] = [];
   /** Runs a callback while an operation is under way (to observe locks, files). */
-  during?: (operation: Operation) => void | Promise<void>;
+  during?: (operation: Operation, converge?: unknown) => void | Promise<void>;
 
   async ensureCli(options: { install: boolean }): Promise<CliInfo> {
     this.calls.push({ kind: "ensureCli", install: options.install });
@@ -110,7 +110,7 @@ export class FakeWorkspaces implements WorkspaceFactory {
           signal: options.signal !== undefined,
           ...(options.converge ? { converge: options.converge } : {}),
         });
-        await this.during?.(operation);
+        await this.during?.(operation, options.converge);
         const script = this.runs[operation] ?? {};
         if (script.output !== undefined) options.onOutput?.(script.output);
         for (const event of script.events ?? []) options.onEvent(event);

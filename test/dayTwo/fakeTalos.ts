@@ -72,6 +72,8 @@ export class FakeTalos implements TalosClient {
   /** After bootstrapRecover, members rejoin after this many member listings. */
   rejoinAfter = 1;
   private listingsSinceRecover = 0;
+  /** Learners by hostname, and how many member listings until etcd promotes each. */
+  private readonly promotions = new Map<string, number>();
   private recovered = false;
 
   constructor(
@@ -97,6 +99,33 @@ export class FakeTalos implements TalosClient {
         peerUrls: [`https://${n.address}:2380`],
         learner: false,
       }));
+  }
+
+  /**
+   * A machine the engine just created boots: a control plane joins etcd as a learner, which etcd
+   * promotes to a voter after `promoteAfter` member listings (Talos' join of a new member).
+   */
+  join(node: Pick<FakeNode, "name" | "address" | "role">, promoteAfter = 2): void {
+    this.nodes.push({
+      ...node,
+      version: this.nodes[0]?.version ?? "v1.13.9",
+      kubelet: this.nodes[0]?.kubelet ?? "1.36.3",
+      config: `version: v1alpha1\nmachine:\n  type: ${node.role}\n`,
+      up: true,
+    });
+    if (node.role !== "controlplane") return;
+    this.members.push({
+      id: `8a1b2c3d4e5f60${String(this.members.length + 1).padStart(2, "0")}`,
+      hostname: node.name,
+      peerUrls: [`https://${node.address}:2380`],
+      learner: promoteAfter > 0,
+    });
+    if (promoteAfter > 0) this.promotions.set(node.name, promoteAfter);
+  }
+
+  /** The engine deleted the node's machine. */
+  remove(name: string): void {
+    this.nodes.splice(this.nodes.indexOf(this.byName(name)), 1);
   }
 
   /** The factory the CLI calls. */
@@ -231,6 +260,13 @@ export class FakeTalos implements TalosClient {
   async etcdMembers(via: string): Promise<EtcdMember[]> {
     const n = this.reach(via);
     this.log.push(`members via ${n.name}`);
+    for (const [name, left] of this.promotions) {
+      if (left > 1) this.promotions.set(name, left - 1);
+      else {
+        this.promotions.delete(name);
+        for (const m of this.members) if (m.hostname === name) m.learner = false;
+      }
+    }
     if (this.recovered && this.listingsSinceRecover++ < this.rejoinAfter) {
       return this.members.filter((m) => m.hostname === this.nodes[0].name);
     }
