@@ -53,6 +53,11 @@ interface PreviewSection {
   readonly messages: readonly string[];
   /** Caveats a reader must know, e.g. a preview against an empty state. */
   readonly notes?: readonly string[];
+  /**
+   * What `up` would disrupt on the running cluster, in order (automation/dayTwo/disruption.ts);
+   * empty when no running node is; absent for a layer or stack without one.
+   */
+  readonly disruption?: readonly string[];
 }
 
 const KIND_PRIORITY: Record<CountedKind, number> = { replace: 4, delete: 3, create: 2, update: 1 };
@@ -77,6 +82,7 @@ export function previewSection(input: {
   /** Errors to show when the preview failed (the event stream's, or the translated CLI error). */
   readonly errors?: readonly string[];
   readonly notes?: readonly string[];
+  readonly disruption?: readonly string[];
 }): PreviewSection {
   const byUrn = new Map<string, ResourceChange>();
   const critical = new Map<string, CriticalEntry>();
@@ -137,6 +143,7 @@ export function previewSection(input: {
     })),
     messages: input.ok ? [] : [...(input.errors ?? [])],
     ...(input.notes && input.notes.length > 0 ? { notes: [...input.notes] } : {}),
+    ...(input.disruption ? { disruption: [...input.disruption] } : {}),
   };
 }
 
@@ -309,6 +316,7 @@ function render(sections: readonly PreviewSection[], withTables: boolean): strin
       continue;
     }
     for (const note of s.notes ?? []) out.push(`**Note:** ${escapeText(note)}`, "");
+    if (s.disruption) out.push(...disruptionLines(s.disruption), "");
     if (s.status === "failed") {
       out.push(
         "**The preview failed:**",
@@ -340,6 +348,20 @@ function render(sections: readonly PreviewSection[], withTables: boolean): strin
   const stored = withTables ? sections : sections.map((s) => ({ ...s, changes: [] }));
   out.push("", `${DATA_PREFIX}${encodeData(stored)}${DATA_SUFFIX}`, "");
   return out.join("\n");
+}
+
+/** What `up` would disrupt, as a numbered list (or the one line saying it disrupts nothing). */
+function disruptionLines(steps: readonly string[]): string[] {
+  if (steps.length === 0) {
+    return [
+      "**Disruption:** none; no running node is rebooted, upgraded, replaced or changes etcd membership.",
+    ];
+  }
+  return [
+    "**Disruption: what `up` does to the running cluster, in order**",
+    "",
+    ...steps.map((step, i) => `${i + 1}. ${escapeText(step)}`),
+  ];
 }
 
 function resultOf(section: PreviewSection): string {

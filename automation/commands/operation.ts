@@ -34,6 +34,7 @@ import type { StackOperations } from "../workspace";
 import { assertPreflight } from "../dayTwo/preflight/report";
 import { upPreflight } from "../dayTwo/preflight/up";
 import { controlPlaneStep, convergeFoundation } from "../dayTwo/convergeUp";
+import { formatDisruption, stackDisruption } from "../dayTwo/disruption";
 import type { ConvergeRequest } from "../../components/talos/convergence";
 import { lockStack } from "../lock";
 import { ProgressRenderer } from "../progress";
@@ -349,6 +350,7 @@ async function runOnLayer(
   const stackFileBefore = readStackFile(layer, env);
   const textBefore = fs.readFileSync(stackFileBefore.path, "utf8");
   let failure: Error | undefined;
+  let disruption: string[] | undefined;
   let missingStack = false;
   let skipped: string | undefined;
   try {
@@ -405,7 +407,20 @@ async function runOnLayer(
         const diff = request.diff
           ? { diff: true, onOutput: (text: string) => ctx.stdout.write(text) }
           : {};
-        await stack.preview({ ...options, ...diff });
+        const outputs = layer.name === "foundation" ? await stack.outputs() : {};
+        const seen: EngineEvent[] = [];
+        await stack.preview({
+          ...options,
+          onEvent: (event) => {
+            seen.push(event);
+            options.onEvent(event);
+          },
+          ...diff,
+        });
+        // What up would disrupt, in order (automation/dayTwo/disruption.ts).
+        if (layer.name === "foundation") {
+          disruption = stackDisruption(ctx.repoRoot, env, outputs, seen);
+        }
       } else {
         await stack[operation]({ ...options, ...(converge ? { converge } : {}) });
         // New control planes join etcd one per engine run: another run until the stack file's
@@ -449,6 +464,7 @@ async function runOnLayer(
       return;
     }
     renderer.finish({ ok: failure === undefined, cancelled: ctx.signal?.aborted === true });
+    if (disruption && failure === undefined) ctx.stdout.write(formatDisruption(target, disruption));
     noteNewDataKey(ctx, layer, env, stackFileBefore.encryptedKey, textBefore);
     if (summaryFile && operation === "preview") {
       // A failed preview still gets its section: the pull request shows why it failed.
@@ -461,6 +477,7 @@ async function runOnLayer(
           ok: failure === undefined,
           errors: failure ? [failure.message] : [],
           notes,
+          ...(disruption && failure === undefined ? { disruption } : {}),
         }),
       );
     }
