@@ -105,6 +105,10 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
       "--allow-single-control-plane",
       "let a control-plane removal leave one control plane (etcd and the API down on its every reboot)",
     )
+    .option(
+      "--no-rollout",
+      "leave the config changes the run staged (they need a reboot) for a later `rollout`",
+    )
     .action(runEngine("up"));
   engineCommand("refresh", "read the real resources back into the state").action(
     runEngine("refresh"),
@@ -328,6 +332,8 @@ interface EngineOptions extends LayerOption, CliOptions {
   skipMissingLayer?: boolean;
   yesDestroyProd?: boolean;
   allowSingleControlPlane?: boolean;
+  /** commander's --no-rollout: false when given. */
+  rollout?: boolean;
 }
 
 function operationRequest(
@@ -345,6 +351,7 @@ function operationRequest(
     ...(options.summary !== undefined ? { summaryFile: options.summary } : {}),
     skipMissingLayer: options.skipMissingLayer === true,
     allowSingleControlPlane: options.allowSingleControlPlane === true,
+    noRollout: options.rollout === false,
     commandLine: `${operation} ${env} --layer ${options.layer}`,
   };
 }

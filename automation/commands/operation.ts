@@ -35,6 +35,7 @@ import { assertPreflight } from "../dayTwo/preflight/report";
 import { upPreflight } from "../dayTwo/preflight/up";
 import { controlPlaneStep, convergeFoundation } from "../dayTwo/convergeUp";
 import { formatDisruption, stackDisruption } from "../dayTwo/disruption";
+import { rolloutWithinUp, stagedNodes } from "../dayTwo/rollout";
 import type { ConvergeRequest } from "../../components/talos/convergence";
 import { lockStack } from "../lock";
 import { ProgressRenderer } from "../progress";
@@ -65,6 +66,8 @@ export interface OperationRequest {
   readonly commandLine: string;
   /** up: a control-plane removal may leave a single control plane (3→1). */
   readonly allowSingleControlPlane?: boolean;
+  /** up: leave the changes the run staged for a later `rollout` instead of rolling them. */
+  readonly noRollout?: boolean;
 }
 
 /** The control planes `after`'s outputs record that `before`'s did not: the run just added them. */
@@ -440,6 +443,20 @@ async function runOnLayer(
           outputsBefore = outputs;
           converge = next;
           await stack.up({ ...options, converge });
+        }
+        if (operation === "up" && layer.name === "foundation") {
+          // The changes the engine run staged (they need a reboot): rolled, gated, unless deferred.
+          const outputs = await stack.outputs();
+          if (request.noRollout) {
+            const staged = stagedNodes(outputs);
+            if (staged.length > 0) {
+              ctx.stdout.write(
+                `up ${target}: staged changes on ${staged.join(", ")} wait for \`npm run platform -- rollout ${env}\` (--no-rollout)\n`,
+              );
+            }
+          } else {
+            await rolloutWithinUp(ctx, { env, outputs, installCli: request.installCli });
+          }
         }
       }
     } catch (error) {

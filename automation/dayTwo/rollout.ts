@@ -9,6 +9,7 @@
 // on its staged config and its Kubernetes node reports Ready, as talosctl's own reboot and upgrade do
 // (uncordonNodes: WaitForNodeReady, then Uncordon); only then the cluster health gate, since Talos'
 // health check fails while any node is unschedulable ("all k8s nodes to report schedulable").
+import type { OutputMap } from "@pulumi/pulumi/automation";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError, errorReason } from "../errors";
 import type { ClusterNode, DeployedCluster } from "./cluster";
@@ -429,4 +430,36 @@ async function waitForKubernetesReady(
     }
     await clock.sleep(timeouts.pollMs);
   }
+}
+
+/**
+ * After `up`'s engine runs: the nodes whose config it staged (the outputs' applyModes say
+ * `staged`) are rebooted through the roll above, gated as `rollout` is; none staged, nothing is
+ * asked.
+ */
+export async function rolloutWithinUp(
+  ctx: CliContext,
+  input: { readonly env: string; readonly outputs: OutputMap; readonly installCli: boolean },
+): Promise<void> {
+  const staged = stagedNodes(input.outputs);
+  if (staged.length === 0) return;
+  const maxUnavailable = workerBatchSize(ctx.repoRoot, input.env);
+  await runDayTwo(
+    ctx,
+    { command: "up", env: input.env, installCli: input.installCli, withinUp: input },
+    (session) =>
+      roll(
+        session,
+        { env: input.env, dryRun: false, installCli: input.installCli },
+        maxUnavailable,
+      ),
+  );
+}
+
+/** The nodes whose last config apply was staged (the applyModes output), in no particular order. */
+export function stagedNodes(outputs: OutputMap): string[] {
+  const modes = outputs.applyModes?.value as Record<string, unknown> | undefined;
+  return Object.entries(modes ?? {})
+    .filter(([, mode]) => mode === "staged")
+    .map(([name]) => name);
 }

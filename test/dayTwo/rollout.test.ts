@@ -441,3 +441,57 @@ describe("rollout: draining each node before its reboot", () => {
     assert.match(f.ctx.stderr.text, /no kubeconfig.*--no-drain/s);
   });
 });
+
+describe("up rolls out what its engine run staged", () => {
+  afterEach(cleanupRepos);
+
+  /** An engine run that stages a change on `names`, as the provider's staged_if_needing_reboot does. */
+  function stagingUp(names: readonly string[]) {
+    const { f, fake, ctx } = fixture();
+    (f.ctx.env as Record<string, string>).PROXMOX_VE_API_TOKEN =
+      "root@pam!ci=00000000-0000-0000-0000-000000000000";
+    let engineRan = -1;
+    f.ctx.workspaces.during = (operation) => {
+      if (operation !== "up") return;
+      for (const name of names) fake.stage(name, "vm.swappiness: 1");
+      engineRan = fake.log.length;
+      f.ctx.workspaces.outputs = {
+        ...f.ctx.workspaces.outputs,
+        applyModes: {
+          value: Object.fromEntries(
+            fake.nodes.map((n) => [n.name, names.includes(n.name) ? "staged" : "auto"]),
+          ),
+          secret: false,
+        },
+      };
+    };
+    return { f, fake, ctx, engineRan: () => engineRan };
+  }
+
+  it("reboots the staged nodes after the engine run, control planes first, drained and gated as rollout does", async () => {
+    const { f, fake, ctx, engineRan } = stagingUp(["w-2", "cp-2"]);
+    assert.equal(await runCli(["up", "staging"], ctx), ExitCode.ok, f.ctx.stderr.text);
+    assert.deepEqual(rebooted(fake), ["cp-2", "w-2"]);
+    assert.ok(fake.log.indexOf("reboot cp-2") > engineRan(), "after the engine run");
+    assert.ok(fake.log.indexOf("drain w-2") > engineRan(), "drained first");
+    assert.ok(fake.log.indexOf("drain w-2") < fake.log.indexOf("reboot w-2"));
+    assert.match(f.ctx.stdout.text, /rollout staging: staged changes on cp-2, w-2/);
+  });
+
+  it("leaves them for a later rollout with --no-rollout, and asks no node when nothing was staged", async () => {
+    const deferred = stagingUp(["w-1"]);
+    assert.equal(
+      await runCli(["up", "staging", "--no-rollout"], deferred.ctx),
+      ExitCode.ok,
+      deferred.f.ctx.stderr.text,
+    );
+    assert.deepEqual(rebooted(deferred.fake), []);
+    assert.match(
+      deferred.f.ctx.stdout.text,
+      /up foundation\/staging: staged changes on w-1 wait for `npm run platform -- rollout staging` \(--no-rollout\)/,
+    );
+    const quiet = stagingUp([]);
+    assert.equal(await runCli(["up", "staging"], quiet.ctx), ExitCode.ok, quiet.f.ctx.stderr.text);
+    assert.deepEqual(quiet.fake.callsOf("staged"), []);
+  });
+});

@@ -10,7 +10,7 @@
 //      `pulumi preview` and `pulumi up` fail with the program's own refusal and no node is asked to
 //      bootstrap, the CLI's `up` refuses in its preflight; the state export imported back, `up`
 //      keeps the Bootstrap;
-//   3. a config change that needs a reboot: up stages it, rollout drains (kubectl, against the
+//   3. a config change that needs a reboot: up --no-rollout stages it, rollout drains (kubectl, against the
 //      emulated Kubernetes API) and reboots the nodes in order, uncordoning each once Ready;
 //   4. upgrade talos with a fault at the second control plane: the roll stops, nothing further is
 //      touched; --resume finishes it and bumps the stack file;
@@ -459,8 +459,13 @@ describe("the engine tier: the lifecycle on five emulated Talos nodes", function
           `    patches:\n      all:\n        - machine:\n            udev:\n              rules:\n                - '${UDEV_RULE}'\n    health:\n`,
         ),
       );
-      const run = await cli(["up", STACK]);
+      // --no-rollout: the roll below is rollout's own (up would roll the staged change itself).
+      const run = await cli(["up", STACK, "--no-rollout"]);
       assert.equal(run.code, ExitCode.ok, explain(run));
+      assert.match(
+        run.stdout,
+        /staged changes on .* wait for `npm run platform -- rollout lifecycle`/,
+      );
       assert.deepEqual(
         created(run, "talos:machine/bootstrap:Bootstrap"),
         [],
