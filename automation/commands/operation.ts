@@ -33,7 +33,7 @@ import { keepLayout, removeConfigKeys } from "../stackFileRepair";
 import type { StackOperations } from "../workspace";
 import { assertPreflight } from "../dayTwo/preflight/report";
 import { upPreflight } from "../dayTwo/preflight/up";
-import { controlPlaneStep, convergeFoundation } from "../dayTwo/convergeUp";
+import { controlPlaneStep, convergeFoundation, schematicStep } from "../dayTwo/convergeUp";
 import { formatDisruption, stackDisruption } from "../dayTwo/disruption";
 import { rolloutWithinUp, stagedNodes } from "../dayTwo/rollout";
 import type { ConvergeRequest } from "../../components/talos/convergence";
@@ -77,6 +77,8 @@ function addedControlPlanes(before: OutputMap, after: OutputMap): string[] {
       (outputs.nodes?.value as { controlplane?: object } | undefined)?.controlplane ?? {},
     );
   const had = new Set(names(before));
+  // A new cluster forms etcd from all its control planes at once: none of them "joins".
+  if (had.size === 0) return [];
   return names(after).filter((name) => !had.has(name));
 }
 
@@ -457,6 +459,14 @@ async function runOnLayer(
           } else {
             await rolloutWithinUp(ctx, { env, outputs, installCli: request.installCli });
           }
+          // A new image schematic (extensions, kernel arguments): rolled, then recorded.
+          const recorded = await schematicStep(ctx, {
+            env,
+            outputs,
+            installCli: request.installCli,
+            request: converge ?? {},
+          });
+          if (recorded) await stack.up({ ...options, converge: withoutLeft(recorded) });
         }
       }
     } catch (error) {

@@ -18,6 +18,8 @@ type Role = "controlplane" | "worker";
 interface DeclaredNode {
   readonly name: string;
   readonly role: Role;
+  /** proxmox, baremetal, oci, openstack (the stack file's; the program validates it). */
+  readonly platform?: string;
 }
 
 /** What the stack file asks for. */
@@ -75,6 +77,7 @@ export interface DeployedCluster {
 const declaredNodeSchema = z.looseObject({
   name: z.string().min(1),
   role: z.enum(["controlplane", "worker"]),
+  platform: z.string().optional(),
 });
 const clusterKeysSchema = z.looseObject({
   name: z.string().min(1),
@@ -114,7 +117,11 @@ export function readStackCluster(repoRoot: string, env: string): StackCluster {
     name: cluster.data.name,
     talosVersion: cluster.data.talosVersion,
     kubernetesVersion: String(cluster.data.kubernetesVersion),
-    nodes: nodes.data.map((node) => ({ name: node.name, role: node.role })),
+    nodes: nodes.data.map((node) => ({
+      name: node.name,
+      role: node.role,
+      ...(node.platform ? { platform: node.platform } : {}),
+    })),
   };
 }
 

@@ -15,7 +15,7 @@ import { upgradeKubernetesSteps } from "./kubernetesUpgrade";
 import { DEFAULT_KEEP_SNAPSHOTS, DEFAULT_ROLLOUT_TIMEOUTS } from "./options";
 import { type DayTwoSession, runDayTwo } from "./run";
 import { healthGate, quorum, sameVersion } from "./gates";
-import { retagImage } from "./talosctlOutput";
+import { imageSchematic, imageTag, retagImage } from "./talosctlOutput";
 import { rollTalos } from "./talosUpgrade";
 
 /** What the nodes reported: each one's Talos and kubelet version, or why it could not be asked. */
@@ -368,4 +368,75 @@ async function leaveEtcd(
       `Check talosctl -n ${via.address} etcd members`,
     );
   }
+}
+
+/** The images whose schematic (extensions, kernel arguments) differs, by node name. */
+export function schematicChanges(outputs: OutputMap): Map<string, string> {
+  const running = (outputs.installerImages?.value ?? {}) as Record<string, string>;
+  const desired = (outputs.desiredInstallers?.value ?? {}) as Record<string, string>;
+  const changes = new Map<string, string>();
+  for (const [name, image] of Object.entries(running)) {
+    const wanted = desired[name];
+    const tag = imageTag(image);
+    if (wanted === undefined || tag === undefined) continue;
+    // Only the schematic changes here: the version stays the one the node runs.
+    const target = retagImage(wanted, tag);
+    if (target === undefined || repository(target) === repository(image)) continue;
+    changes.set(name, target);
+  }
+  return changes;
+}
+
+/** An image without its tag or digest. */
+function repository(image: string): string {
+  return image.replace(/@.*$/, "").replace(/:[^:/]+$/, "");
+}
+
+/**
+ * After the engine run registered a new schematic (the outputs' desiredInstallers): the nodes whose
+ * installer it changes are upgraded to it through the Talos roll (control planes one at a time,
+ * workers in batches, each gated), a node already booted on it skipped; resolves to the request of
+ * the engine run that records their new installers, or undefined when no schematic changed.
+ */
+export async function schematicStep(
+  ctx: CliContext,
+  input: {
+    readonly env: string;
+    readonly outputs: OutputMap;
+    readonly installCli: boolean;
+    readonly request: ConvergeRequest;
+  },
+): Promise<ConvergeRequest | undefined> {
+  const changes = schematicChanges(input.outputs);
+  if (changes.size === 0) return undefined;
+  const version = input.outputs.talosVersion?.value as string;
+  const target = `foundation/${input.env}`;
+  // The roll throws where it stops; resolved, every listed node runs its new image.
+  await runDayTwo(
+    ctx,
+    { command: "up", env: input.env, installCli: input.installCli, withinUp: input },
+    async (session) => {
+      session.out(
+        `up ${target}: a new image schematic for ${[...changes.keys()].join(", ")}: each node upgraded to it on Talos ${version}, gated`,
+      );
+      return rollTalos(session, {
+        env: input.env,
+        to: version,
+        resume: true,
+        maxUnavailable: workerBatchSize(ctx.repoRoot, input.env),
+        keepSnapshots: DEFAULT_KEEP_SNAPSHOTS,
+        resumeCommand: `npm run platform -- up ${input.env}`,
+        stackFileNote: "the state still records the old schematic for the nodes not upgraded",
+        images: changes,
+        booted: async (node, image) => {
+          const wanted = imageSchematic(image);
+          return wanted !== undefined && (await session.client.schematic(node.address)) === wanted;
+        },
+      });
+    },
+  );
+  return {
+    ...input.request,
+    installers: { ...input.request.installers, ...Object.fromEntries(changes) },
+  };
 }

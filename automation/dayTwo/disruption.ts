@@ -18,7 +18,11 @@ export interface DisruptionInput {
     readonly name: string;
     readonly talosVersion: string;
     readonly kubernetesVersion: string;
-    readonly nodes: readonly { readonly name: string; readonly role: "controlplane" | "worker" }[];
+    readonly nodes: readonly {
+      readonly name: string;
+      readonly role: "controlplane" | "worker";
+      readonly platform?: string;
+    }[];
   };
   /** cluster.applyMode as the stack resolves it. */
   readonly applyMode: string;
@@ -41,6 +45,9 @@ const CHANGE_RANK: Readonly<Record<NodeChange, number>> = {
 
 /** The Talos resource that pushes a node's config (`<cluster>-<node>-config`). */
 const CONFIG_APPLY = "talos:machine/configurationApply:ConfigurationApply";
+
+/** One image schematic per platform and architecture (`<cluster>-schematic-<platform>[-<arch>]`). */
+const SCHEMATIC = "talos:imageFactory/schematic:Schematic";
 
 const list = (names: readonly string[]) => names.join(", ");
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
@@ -97,10 +104,16 @@ export function planDisruption(input: DisruptionInput): string[] | undefined {
   const configChanged = changedConfigs(input, deployed);
   if (configChanged.length > 0 && input.applyMode === "staged_if_needing_reboot") {
     steps.push(
-      `rollout: of ${list(configChanged)}, the nodes whose change needs a reboot (Talos decides when the config is applied; the others take it at once) are drained and rebooted: ${describeRoll(
+      `rollout: of ${list(configChanged)}, the nodes whose change needs a reboot (Talos decides when the config is applied; the others take it at once) are drained and rebooted (up --no-rollout leaves them for a later rollout): ${describeRoll(
         stack.nodes.filter((n) => configChanged.includes(n.name)),
         input.maxUnavailableWorkers,
       )}`,
+    );
+  }
+  const schematic = schematicNodes(input, staying);
+  if (schematic.length > 0) {
+    steps.push(
+      `a new image schematic (extensions, kernel arguments) for ${list(schematic.map((n) => n.name))}: after the engine run, each drained, upgraded to it on the Talos version it runs and rebooted: ${describeRoll(schematic, input.maxUnavailableWorkers)}; then an engine run records their new installers`,
     );
   }
   return steps;
@@ -135,6 +148,25 @@ function describeRoll(
       : []),
   ];
   return parts.join(", then ") || "no node";
+}
+
+/**
+ * The running nodes whose platform's schematic the preview creates, replaces or deletes (a change
+ * of extensions or kernel arguments, or back to the plain image): `up` upgrades them to it.
+ */
+function schematicNodes<N extends DisruptionInput["stack"]["nodes"][number]>(
+  input: DisruptionInput,
+  staying: readonly N[],
+): N[] {
+  const platforms = new Set<string>();
+  const prefix = `${input.stack.name}-schematic-`;
+  for (const event of input.events) {
+    const metadata = event.resourcePreEvent?.metadata;
+    if (!metadata || metadata.type !== SCHEMATIC || !asNodeChange(metadata.op)) continue;
+    const { name } = parseUrn(metadata.urn);
+    if (name.startsWith(prefix)) platforms.add(name.slice(prefix.length).split("-")[0]);
+  }
+  return staying.filter((n) => n.platform !== undefined && platforms.has(n.platform));
 }
 
 /** The node a resource belongs to: its name is `<cluster>-<node>` or `<cluster>-<node>-<part>`. */

@@ -66,6 +66,8 @@ export interface TalosClient {
   nodeVersion(node: string): Promise<string>;
   /** The Kubernetes version of the node's kubelet (`1.36.3`). */
   kubeletVersion(node: string): Promise<string>;
+  /** The Image Factory schematic the node booted; undefined for an image not from the Factory. */
+  schematic(node: string): Promise<string | undefined>;
   /** The machine config the node runs, as YAML (all documents). A secret: never print it. */
   machineConfig(node: string): Promise<string>;
   /**

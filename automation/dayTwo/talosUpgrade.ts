@@ -67,6 +67,13 @@ export interface TalosRoll {
   readonly resumeCommand: string;
   /** What the stack file says afterwards, for the summary of a stop. */
   readonly stackFileNote: string;
+  /**
+   * A schematic change (extensions, kernel arguments): the image each listed node is upgraded to,
+   * on the version `to` it runs already; nodes not listed are left alone, and a listed node that
+   * booted its image already (`booted`, asked before the roll) is skipped.
+   */
+  readonly images?: ReadonlyMap<string, string>;
+  readonly booted?: (node: ClusterNode, image: string) => Promise<boolean>;
 }
 
 /** Runs `upgrade talos`. */
@@ -127,11 +134,27 @@ export async function rollTalos(
   );
 
   const versions = new Map(observed.nodes.map((n) => [n.node.name, n.talos ?? ""]));
-  const already = cluster.nodes.filter((n) => sameVersion(versions.get(n.name) ?? "", to));
-  const pending = cluster.nodes.filter((n) => !already.includes(n));
-  const images = new Map(pending.map((n) => [n.name, retagImage(n.installerImage!, to)!]));
+  let already: ClusterNode[];
+  let pending: ClusterNode[];
+  let images: Map<string, string>;
+  if (request.images) {
+    const targets = request.images;
+    const listed = cluster.nodes.filter((n) => targets.has(n.name));
+    already = [];
+    for (const node of listed) {
+      if (await request.booted?.(node, targets.get(node.name)!)) already.push(node);
+    }
+    pending = listed.filter((n) => !already.includes(n));
+    images = new Map(pending.map((n) => [n.name, targets.get(n.name)!]));
+  } else {
+    already = cluster.nodes.filter((n) => sameVersion(versions.get(n.name) ?? "", to));
+    pending = cluster.nodes.filter((n) => !already.includes(n));
+    images = new Map(pending.map((n) => [n.name, retagImage(n.installerImage!, to)!]));
+  }
   const batches = rollBatches(pending, maxUnavailable);
-  if (already.length > 0) out(`already on ${to}: ${already.map((n) => n.name).join(", ")}`);
+  // What "done" means for this roll: the version, or (a schematic change) each node's image.
+  const target = request.images ? "its new image" : to;
+  if (already.length > 0) out(`already on ${target}: ${already.map((n) => n.name).join(", ")}`);
 
   const started = deps.clock.now();
   let snapshotFile: string | undefined;
@@ -147,7 +170,7 @@ export async function rollTalos(
       .join(", ") || "(none)";
   const summary = () => [
     ...(already.length > 0
-      ? [`  already on ${to} before this run: ${already.map((n) => n.name).join(", ")}`]
+      ? [`  already on ${target} before this run: ${already.map((n) => n.name).join(", ")}`]
       : []),
     ...(snapshotFile
       ? [`  etcd snapshot from before the roll: ${path.relative(ctx.repoRoot, snapshotFile)}`]
@@ -283,7 +306,7 @@ export async function rollTalos(
       out(`${batchLabel}: ${health.detail}`);
     }
   } else {
-    out(`every node already runs ${to}; nothing to upgrade`);
+    out(`every node already runs ${target}; nothing to upgrade`);
   }
 
   if (stop) {

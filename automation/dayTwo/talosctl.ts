@@ -17,6 +17,7 @@ import {
   parseKubeletVersion,
   parseHealthFailure,
   parseMachineConfig,
+  parseSchematic,
   parseServerVersion,
   parseServiceStatus,
 } from "./talosctlOutput";
@@ -111,6 +112,15 @@ export class TalosctlClient implements TalosClient {
   async kubeletVersion(node: string): Promise<string> {
     return parseKubeletVersion(
       await this.exec(["get", "kubeletspec", "--output", "yaml"], {
+        node,
+        timeoutMs: TALOSCTL_TIMEOUTS.query,
+      }),
+    );
+  }
+
+  async schematic(node: string): Promise<string | undefined> {
+    return parseSchematic(
+      await this.exec(["get", "extensions", "--output", "yaml"], {
         node,
         timeoutMs: TALOSCTL_TIMEOUTS.query,
       }),

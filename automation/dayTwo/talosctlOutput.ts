@@ -160,6 +160,29 @@ export function parseKubeletVersion(output: string): string {
 }
 
 /**
+ * The Image Factory schematic a node booted, from `talosctl get extensions -o yaml`: an image the
+ * Factory built carries a virtual extension named `schematic` whose version is the schematic ID
+ * (siderolabs/talos#13139; siderolabs/extensions#356). Undefined for an image without one (not
+ * from the Factory).
+ */
+export function parseSchematic(output: string): string | undefined {
+  if (output.trim() === "") return undefined;
+  for (const resource of resources("get extensions", output)) {
+    const metadata = (resource.spec as { metadata?: { name?: unknown; version?: unknown } })
+      ?.metadata;
+    if (metadata?.name === "schematic" && typeof metadata.version === "string") {
+      return metadata.version;
+    }
+  }
+  return undefined;
+}
+
+/** The schematic ID in an Image Factory image (`factory.talos.dev/<platform>-installer/<id>:<tag>`). */
+export function imageSchematic(image: string): string | undefined {
+  return /\/([0-9a-f]{64})(?:[:@]|$)/.exec(image)?.[1];
+}
+
+/**
  * The machine config from `talosctl get machineconfig -o yaml`. The resource's spec is the config
  * itself: a string holding every document (multi-document configs) or, in older releases, the
  * v1alpha1 document as a mapping.

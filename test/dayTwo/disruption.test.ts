@@ -117,7 +117,7 @@ describe("the disruption plan of up", () => {
     )!;
     assert.deepEqual(steps, [
       "the engine run: replaces the machine of w-2 (vmId): the old one deleted first, the new one installed and configured (its workloads restart elsewhere); updates the machine of cp-1 (cpu), w-1 (memory) in place, without a reboot (docs/platforms.md: what takes effect when); pushes a changed config to cp-1, w-3: applied at once where Talos can, staged where it needs a reboot",
-      "rollout: of cp-1, w-3, the nodes whose change needs a reboot (Talos decides when the config is applied; the others take it at once) are drained and rebooted: 1 control plane one at a time (cp-1), then 1 worker one at a time (w-3)",
+      "rollout: of cp-1, w-3, the nodes whose change needs a reboot (Talos decides when the config is applied; the others take it at once) are drained and rebooted (up --no-rollout leaves them for a later rollout): 1 control plane one at a time (cp-1), then 1 worker one at a time (w-3)",
     ]);
   });
 

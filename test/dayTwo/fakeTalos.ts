@@ -9,7 +9,7 @@ import type {
   TalosClient,
   TalosConnection,
 } from "../../automation/dayTwo/talosClient";
-import { imageTag } from "../../automation/dayTwo/talosctlOutput";
+import { imageSchematic, imageTag } from "../../automation/dayTwo/talosctlOutput";
 import { DrainFailedError } from "../../automation/dayTwo/talosClient";
 import type { DayTwoClock } from "../../automation/dayTwo/clock";
 
@@ -25,6 +25,8 @@ export interface FakeNode {
   config: string;
   up: boolean;
   etcd?: ServiceStatus;
+  /** The Image Factory schematic it booted (an upgrade with a Factory image sets it). */
+  schematic?: string;
 }
 
 /** What an upgrade of a node does. */
@@ -90,6 +92,7 @@ export class FakeTalos implements TalosClient {
       up: n.up ?? true,
       ...(n.etcd ? { etcd: n.etcd } : {}),
       ...(n.kubeletImage ? { kubeletImage: n.kubeletImage } : {}),
+      ...(n.schematic ? { schematic: n.schematic } : {}),
     }));
     this.members = this.nodes
       .filter((n) => n.role === "controlplane")
@@ -174,6 +177,12 @@ export class FakeTalos implements TalosClient {
     const n = this.reach(node);
     this.log.push(`kubelet ${n.name}`);
     return n.kubelet;
+  }
+
+  async schematic(node: string): Promise<string | undefined> {
+    const n = this.reach(node);
+    this.log.push(`schematic ${n.name}`);
+    return n.schematic;
   }
 
   async machineConfig(node: string): Promise<string> {
@@ -314,7 +323,11 @@ export class FakeTalos implements TalosClient {
       n.up = false;
       return;
     }
-    if (behaviour === "ok") n.version = imageTag(image)!;
+    if (behaviour === "ok") {
+      n.version = imageTag(image)!;
+      const schematic = imageSchematic(image);
+      if (schematic) n.schematic = schematic;
+    }
   }
 
   async upgradeKubernetes(

@@ -148,7 +148,7 @@ export function dayTwoFixture(
   const talos =
     options.fake?.(nodes, clock) ??
     new FakeTalos(
-      nodes.map((n) => ({ ...n, config: generatedConfig(n.name, n.role) })),
+      nodes.map((n) => ({ ...n, config: generatedConfig(n.name, n.role), schematic: SCHEMATIC })),
       clock,
     );
   const questions: string[] = [];

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"regexp"
 	"time"
 
 	"github.com/cosi-project/runtime/pkg/resource"
@@ -63,6 +64,7 @@ func newResourceState() state.State {
 		&k8s.Nodename{},
 		&k8s.StaticPodStatus{},
 		&runtime.Diagnostic{},
+		&runtime.ExtensionStatus{},
 		&runtime.MachineStatus{},
 	} {
 		must(resources.Register(ctx, r))
@@ -147,6 +149,7 @@ func (n *Node) refreshResources() {
 	st := n.resources
 	cfg := n.cfg
 	persistent := n.cfg
+	image := n.image
 
 	if n.staged != nil {
 		persistent = n.staged
@@ -165,6 +168,10 @@ func (n *Node) refreshResources() {
 	defer cancel()
 
 	if err := n.writeResources(ctx, st, cfg, persistent, addr, unhealthy, phase, cl); err != nil {
+		n.emu.log.Printf("%s: updating resources: %v", n.name, err)
+	}
+
+	if err := writeSchematic(ctx, st, image); err != nil {
 		n.emu.log.Printf("%s: updating resources: %v", n.name, err)
 	}
 }
@@ -257,6 +264,27 @@ func (n *Node) writeResources(ctx context.Context, st state.State, cfg, persiste
 	}
 
 	return nil
+}
+
+// factorySchematic finds the schematic ID in an Image Factory installer reference
+// (`factory.talos.dev/<platform>-installer/<id>:<version>`).
+var factorySchematic = regexp.MustCompile(`/([0-9a-f]{64})(?:[:@]|$)`)
+
+// writeSchematic reports the schematic of an Image Factory image the way such an image carries it:
+// a virtual extension named "schematic" whose version is the schematic ID (Talos lists it with
+// `talosctl get extensions`). The resource ID is the emulator's own (Talos uses the layer's file
+// name); images not from the Factory carry none.
+func writeSchematic(ctx context.Context, st state.State, image string) error {
+	match := factorySchematic.FindStringSubmatch(image)
+	if match == nil {
+		return nil
+	}
+
+	return put(ctx, st, runtime.NewExtensionStatus(runtime.NamespaceName, "schematic"), func(r *runtime.ExtensionStatus) {
+		r.TypedSpec().Image = "schematic.sqsh"
+		r.TypedSpec().Metadata.Name = "schematic"
+		r.TypedSpec().Metadata.Version = match[1]
+	})
 }
 
 // writeStaticPods reports the control plane's static pods (kube-apiserver, controller manager,

@@ -57,6 +57,10 @@ type Node struct {
 	phase       Phase
 	version     string
 	nextVersion string
+	// image is the installer the node booted from (its schematic shows as an extension); nextImage
+	// the one an upgrade installed, booted next.
+	image       string
+	nextImage   string
 	bootID      string
 	cfg         config.Provider
 	staged      config.Provider
@@ -282,11 +286,13 @@ func (n *Node) boot(gen uint64) error {
 	if n.nextVersion != "" {
 		if !n.faults.UpgradeRollback {
 			n.version = n.nextVersion
+			n.image = n.nextImage
 		} else {
 			n.emu.log.Printf("%s: booting back into %s (fault upgradeRollback; %s was installed)", n.name, n.version, n.nextVersion)
 		}
 
 		n.nextVersion = ""
+		n.nextImage = ""
 	}
 
 	n.bootID = uuid.NewString()
@@ -349,6 +355,11 @@ func (n *Node) finishBoot(gen uint64, maintenance bool) {
 	n.phase = PhaseRunning
 	n.stage = runtime.MachineStageRunning
 	n.installed = true
+
+	// The first install boots the installer its config names.
+	if n.image == "" {
+		n.image = n.cfg.Machine().Install().Image()
+	}
 	cp := n.cfg.Machine().Type().IsControlPlane()
 	unhealthy := n.faults.Unhealthy
 	n.mu.Unlock()

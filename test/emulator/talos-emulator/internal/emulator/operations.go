@@ -376,6 +376,7 @@ func (n *Node) upgradeLegacy(actorID, image string, force, _ bool) error {
 func (n *Node) installVersion(tag, image string) {
 	n.mu.Lock()
 	n.nextVersion = tag
+	n.nextImage = image
 	cl := n.cluster
 	n.mu.Unlock()
 
