@@ -59,8 +59,16 @@ interface EngineRun {
  * what the program's rules let it: the new nodes boot (a control plane joins etcd as a learner),
  * the dropped ones are deleted.
  */
-function membershipFixture(deployed: readonly Node[], wanted: readonly Node[]) {
-  const f = fixture({ nodes: deployed, stack: stackYaml("v1.13.9", "1.36.3", wanted) });
+function membershipFixture(
+  deployed: readonly Node[],
+  wanted: readonly Node[],
+  options: { talosctl?: boolean } = {},
+) {
+  const f = fixture({
+    nodes: deployed,
+    stack: stackYaml("v1.13.9", "1.36.3", wanted),
+    ...options,
+  });
   (f.ctx.env as Record<string, string>).PROXMOX_VE_API_TOKEN =
     "root@pam!ci=00000000-0000-0000-0000-000000000000";
   let current = [...deployed];
@@ -189,6 +197,23 @@ describe("up changes etcd's membership one control plane at a time", () => {
       "staging-cp-5-vm",
     ]);
     assert.deepEqual(deployed(), ["cp-1", "cp-2", "cp-3", "w-1", "w-2", "w-3"]);
+  });
+
+  it("runs the same steps through the real talosctl client, in talosctl's own output formats", async () => {
+    const { f, runs } = membershipFixture(FIVE, THREE, { talosctl: true });
+    assert.equal(await runCli(["up", "staging"], f.ctx), ExitCode.ok, f.ctx.stderr.text);
+    assert.deepEqual(runs[0].removed, ["cp-4", "cp-5"]);
+    const etcd = f.talosctlCalls
+      .map((c) => c.args)
+      .filter((args) => args[0] === "etcd" && args[1] !== "members")
+      .map((args) => `${args.slice(0, 2).join(" ")} ${args[args.indexOf("--nodes") + 1]}`);
+    assert.deepEqual(etcd, [
+      "etcd snapshot 192.0.2.11",
+      "etcd forfeit-leadership 192.0.2.14",
+      "etcd leave 192.0.2.14",
+      "etcd forfeit-leadership 192.0.2.15",
+      "etcd leave 192.0.2.15",
+    ]);
   });
 
   it("replaces a control plane: the old member leaves before the new one joins", async () => {

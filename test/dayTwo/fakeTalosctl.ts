@@ -279,6 +279,13 @@ export function fakeTalosctl(fake: FakeTalos): { run: CommandRunner; calls: Talo
           fake.node(node).kubeletImage ?? recordedImage.replace(/:[^:/]+$/, `:v${version}`);
         return answer(rec, edit, (out) => put(out, /^\s*image:\s*(\S+)/m, image));
       }
+      case "get-extensions": {
+        const schematic = await fake.schematic(node);
+        const { rec, edit } = onNode(name, args);
+        // No schematic: an image not from the Image Factory lists no such extension.
+        if (schematic === undefined) return answer({ ...rec, stdout: "" });
+        return answer(rec, edit, (out) => put(out, /version:\s*([0-9a-f]{64})/, schematic));
+      }
       case "get-machineconfig-v1alpha1":
       case "get-machineconfig-persistent": {
         const config = await (name.endsWith("v1alpha1")
@@ -378,6 +385,9 @@ export function fakeTalosctl(fake: FakeTalos): { run: CommandRunner; calls: Talo
         return replay(name, args);
       case "reset":
         await fake.wipeEphemeral(node);
+        return replay(name, args);
+      case "etcd-forfeit-leadership":
+        await fake.etcdForfeitLeadership(node);
         return replay(name, args);
       case "etcd-leave":
         await fake.etcdLeave(node);

@@ -15,8 +15,8 @@ const image = (schematic: string, version = "v1.13.9") =>
   `factory.talos.dev/nocloud-installer/${schematic}:${version}`;
 
 /** A deployed fixture cluster whose engine run registers the new schematic for every node. */
-function schematicFixture() {
-  const f = dayTwoFixture();
+function schematicFixture(options: { talosctl?: boolean } = {}) {
+  const f = dayTwoFixture(options);
   (f.ctx.env as Record<string, string>).PROXMOX_VE_API_TOKEN =
     "root@pam!ci=00000000-0000-0000-0000-000000000000";
   const engineRuns: { converge: Record<string, unknown>; before: string[] }[] = [];
@@ -80,6 +80,18 @@ describe("a new image schematic reaches a running cluster through up", () => {
     );
     assert.match(f.ctx.stdout.text, /already on its new image: cp-1, w-1/);
     assert.equal((engineRuns[1].converge.installers as Record<string, string>)["cp-1"], image(NEW));
+  });
+
+  it("asks each node's schematic through the real talosctl client, in talosctl's own output", async () => {
+    const { f } = schematicFixture({ talosctl: true });
+    f.talos.byName("cp-1").schematic = NEW;
+    assert.equal(await runCli(["up", "staging"], f.ctx), ExitCode.ok, f.ctx.stderr.text);
+    const asked = f.talosctlCalls.filter((c) => c.args[0] === "get" && c.args[1] === "extensions");
+    assert.equal(asked.length, NODES.length);
+    assert.deepEqual(
+      f.talos.callsOf("upgrade").map((l) => l.split(" ")[1]),
+      ["cp-2", "cp-3", "w-1", "w-2", "w-3"],
+    );
   });
 
   it("stops where the roll stopped, without recording what did not happen", async () => {

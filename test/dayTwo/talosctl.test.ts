@@ -9,6 +9,7 @@ import {
 } from "../../automation/dayTwo/toolRunner";
 import { TalosctlClient } from "../../automation/dayTwo/talosctl";
 import {
+  imageSchematic,
   imageTag,
   normalizeTag,
   parseClientVersion,
@@ -16,12 +17,14 @@ import {
   parseHealthFailure,
   parseKubeletVersion,
   parseMachineConfig,
+  parseSchematic,
   parseServerVersion,
   parseServiceStatus,
   retagImage,
 } from "../../automation/dayTwo/talosctlOutput";
 import { ExitCode, UserError } from "../../automation/errors";
 import { recording } from "../emulator/talosctlRecordings";
+import { SCHEMATIC } from "./helpers";
 
 const CONNECTION = { talosconfig: "/tmp/x/talosconfig", endpoints: ["192.0.2.11", "192.0.2.12"] };
 const GLOBAL = ["--talosconfig", "/tmp/x/talosconfig", "--endpoints", "192.0.2.11,192.0.2.12"];
@@ -126,6 +129,16 @@ describe("talosctl output parsing, on talosctl v1.13.0's own output (test/fixtur
     assert.equal(parseKubeletVersion(recording("get-kubeletspec").stdout), "1.36.0");
   });
 
+  it("reads the Image Factory schematic a node booted from its schematic extension, none without it", () => {
+    assert.equal(parseSchematic(recording("get-extensions").stdout), SCHEMATIC);
+    assert.equal(parseSchematic(""), undefined);
+    assert.equal(
+      imageSchematic(`factory.talos.dev/nocloud-installer/${SCHEMATIC}:v1.13.9`),
+      SCHEMATIC,
+    );
+    assert.equal(imageSchematic("ghcr.io/siderolabs/installer:v1.13.9"), undefined);
+  });
+
   it("reads the running and the staged machine config, every document of it", () => {
     const running = parseMachineConfig(recording("get-machineconfig-v1alpha1").stdout);
     const staged = parseMachineConfig(recording("get-machineconfig-persistent").stdout);
@@ -193,6 +206,23 @@ describe("talosctl output parsing, on talosctl v1.13.0's own output (test/fixtur
 });
 
 describe("TalosctlClient: the talosctl command lines", () => {
+  it("asks a node's extensions and hands etcd's leadership over exactly", async () => {
+    const { calls, run } = scripted((args) =>
+      args[0] === "get" ? { stdout: recording("get-extensions").stdout } : {},
+    );
+    const client = new TalosctlClient({ connection: CONNECTION, run });
+    assert.equal(await client.schematic("192.0.2.21"), SCHEMATIC);
+    await client.etcdForfeitLeadership("192.0.2.13");
+    const node = (n: string) => [...GLOBAL, "--nodes", n];
+    assert.deepEqual(
+      calls.map((c) => c.args),
+      [
+        ["get", "extensions", "--output", "yaml", ...node("192.0.2.21")],
+        ["etcd", "forfeit-leadership", ...node("192.0.2.13")],
+      ],
+    );
+  });
+
   it("passes the cluster's talosconfig, every control plane as endpoint and exactly one node", async () => {
     const { calls, run } = scripted(() => ({ stdout: recording("version").stdout }));
     const client = new TalosctlClient({ connection: CONNECTION, run });

@@ -304,6 +304,9 @@ describe("talosctl recordings (test/fixtures/talosctl)", function () {
       client.upgrade(at("w-1"), UPGRADE_IMAGE, 120_000),
     );
     await record("version", "w-1 upgraded to v1.13.9", () => client.nodeVersion(at("w-1")));
+    await record("get-extensions", "w-1 booted a Factory image (its schematic extension)", () =>
+      client.schematic(at("w-1")),
+    );
     await emulator.setFaults("w-3", { upgradeFails: true });
     await record(
       "upgrade-failed",
@@ -338,6 +341,7 @@ describe("talosctl recordings (test/fixtures/talosctl)", function () {
       ["get-machineconfig-v1alpha1", () => client.machineConfig(w3)],
       ["get-machineconfig-persistent", () => client.stagedConfig(w3)],
       ["service-etcd", () => client.service(w3, "etcd")],
+      ["get-extensions", () => client.schematic(w3)],
       ["upgrade", () => client.upgrade(w3, UPGRADE_IMAGE, 60_000)],
       ["reboot", () => client.reboot(w3, 60_000)],
       ["reset", () => client.wipeEphemeral(w3)],
@@ -359,6 +363,7 @@ describe("talosctl recordings (test/fixtures/talosctl)", function () {
       ["health", () => client.health(check(60_000, cp3))],
       ["etcd-members", () => client.etcdMembers(cp3)],
       ["etcd-snapshot", () => client.etcdSnapshot(cp3, path.join(sandbox, "down.snapshot"))],
+      ["etcd-forfeit-leadership", () => client.etcdForfeitLeadership(cp3)],
       ["etcd-leave", () => client.etcdLeave(cp3)],
       ["etcd-remove-member", () => client.etcdRemoveMember(cp3, member.id)],
       [
@@ -374,6 +379,9 @@ describe("talosctl recordings (test/fixtures/talosctl)", function () {
   });
 
   it("records etcd leave and remove-member, the wipe of every control plane and the recovery", async () => {
+    await record("etcd-forfeit-leadership", "cp-3 hands etcd's leadership over", () =>
+      client.etcdForfeitLeadership(at("cp-3")),
+    );
     await record("etcd-leave", "cp-3 leaves etcd", () => client.etcdLeave(at("cp-3")));
     const cp2 = (await client.etcdMembers(cps[0])).find((m) => m.hostname === "cp-2")!;
     await record("etcd-remove-member", "cp-2's member removed through cp-1", () =>
