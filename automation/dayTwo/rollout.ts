@@ -1,5 +1,6 @@
 // `rollout <env>`: reboots the nodes whose config `up` staged (a change that needs a reboot, applied
-// with staged_if_needing_reboot), so no `up` ever reboots a node itself. It is the upgrade roll's
+// with staged_if_needing_reboot), so no engine run ever reboots a node itself; `up` runs the same
+// roll after its engine run (rolloutWithinUp). It is the upgrade roll's
 // procedure with a reboot instead of an upgrade: the cluster must be healthy first; control planes
 // one at a time, each only while etcd keeps quorum without it; then workers, at most
 // cluster.rollout.maxUnavailableWorkers at once; after each node (or batch) the node must answer

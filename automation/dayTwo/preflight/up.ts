@@ -38,10 +38,8 @@ const CLUSTER_KEY = "talos-platform:cluster";
 /**
  * The config part of preflight, for `up`: the stack file's versions against those the stack last
  * deployed (its `talosVersion` and `kubernetesVersion` outputs). Needs no cluster and no talosctl.
- * With no outputs yet (a first `up`) only Kubernetes support by the stack's Talos is checked. A
- * change of `talosVersion` under a pinned `configContract` passes with a note: `up` does not upgrade
- * nodes, `upgrade talos` does. A newer config contract is checked against the nodes themselves
- * (see {@link contractMove} and upPreflight.ts).
+ * With no outputs yet (a first `up`) only Kubernetes support by the stack's Talos is checked. The
+ * steps themselves run after this check passed (automation/dayTwo/convergeUp.ts).
  */
 export function preflightForUp(
   stackFile: StackFile,
