@@ -25,6 +25,8 @@ export interface OperationOptions {
   readonly onOutput?: (text: string) => void;
   /** Aborting asks the engine to cancel gracefully (SIGINT to the Pulumi CLI). */
   readonly signal?: AbortSignal;
+  /** URNs the operation leaves alone (`--exclude`; Pulumi CLI 3.157 or later). */
+  readonly exclude?: readonly string[];
 }
 
 /** One resource in a stack's state, as `pulumi stack export` lists it. */
@@ -154,6 +156,7 @@ export function stackOperations(stack: Stack): StackOperations {
       onEvent: options.onEvent,
       ...(options.onOutput ? { onOutput: options.onOutput } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.exclude && options.exclude.length > 0 ? { exclude: [...options.exclude] } : {}),
     };
   };
   return {

@@ -33,7 +33,12 @@ import { keepLayout, removeConfigKeys } from "../stackFileRepair";
 import type { StackOperations } from "../workspace";
 import { assertPreflight } from "../dayTwo/preflight/report";
 import { upPreflight } from "../dayTwo/preflight/up";
-import { controlPlaneStep, convergeFoundation, schematicStep } from "../dayTwo/convergeUp";
+import {
+  controlPlaneStep,
+  convergeFoundation,
+  previewOfRemovals,
+  schematicStep,
+} from "../dayTwo/convergeUp";
 import { formatDisruption, stackDisruption } from "../dayTwo/disruption";
 import { rolloutWithinUp, stagedNodes } from "../dayTwo/rollout";
 import type { ConvergeRequest } from "../../components/talos/convergence";
@@ -413,9 +418,19 @@ async function runOnLayer(
           ? { diff: true, onOutput: (text: string) => ctx.stdout.write(text) }
           : {};
         const outputs = layer.name === "foundation" ? await stack.outputs() : {};
+        // A control plane the stack file drops: previewed as up runs it, after it left etcd.
+        const removals =
+          layer.name === "foundation"
+            ? await previewOfRemovals(ctx, { env, outputs, stack })
+            : undefined;
+        if (removals) {
+          notes.push(removals.note);
+          ctx.stderr.write(`note: ${removals.note}\n`);
+        }
         const seen: EngineEvent[] = [];
         await stack.preview({
           ...options,
+          ...(removals ? { converge: removals.converge, exclude: removals.exclude } : {}),
           onEvent: (event) => {
             seen.push(event);
             options.onEvent(event);

@@ -231,14 +231,11 @@ export async function controlPlaneStep(
         await leaveEtcd(session, name, left);
         left.push(name);
       }
-      const cluster = session.cluster.clusterName;
-      const owned = (urn: string) => {
-        const name = urn.slice(urn.lastIndexOf("::") + 2);
-        return left.some(
-          (node) => name === `${cluster}-${node}` || name.startsWith(`${cluster}-${node}-`),
-        );
-      };
-      const urns = (await input.stack.stateResources()).map((r) => r.urn).filter(owned);
+      const urns = ownedBy(
+        (await input.stack.stateResources()).map((r) => r.urn),
+        session.cluster.clusterName,
+        left,
+      );
       await input.stack.unprotect(urns);
       session.out(
         `up ${target}: ${left.join(", ")} left etcd; the engine run removes ${left.length === 1 ? "its machine" : "their machines"} (${urns.length} resources unprotected)`,
@@ -246,6 +243,50 @@ export async function controlPlaneStep(
       return { ...input.request, leftEtcd: left };
     },
   );
+}
+
+/** The URNs of the resources the program names after these nodes (`<cluster>-<node>[-<part>]`). */
+function ownedBy(urns: readonly string[], cluster: string, nodes: readonly string[]): string[] {
+  return urns.filter((urn) => {
+    const name = urn.slice(urn.lastIndexOf("::") + 2);
+    return nodes.some(
+      (node) => name === `${cluster}-${node}` || name.startsWith(`${cluster}-${node}-`),
+    );
+  });
+}
+
+/**
+ * How `preview` shows a run that removes control planes as `up` will make it: the program told
+ * they left etcd (as `up` tells it once they did), and their resources, protected until `up`
+ * unprotects them after the leave, left out of the preview (the engine would refuse to plan their
+ * deletion). Undefined when the stack file removes none.
+ */
+export async function previewOfRemovals(
+  ctx: CliContext,
+  input: {
+    readonly env: string;
+    readonly outputs: OutputMap;
+    readonly stack: Pick<StackOperations, "stateResources">;
+  },
+): Promise<{ converge: ConvergeRequest; exclude: string[]; note: string } | undefined> {
+  const values = Object.fromEntries(Object.entries(input.outputs).map(([k, o]) => [k, o.value]));
+  const last = lastDeployment(values);
+  if (!last.exists) return undefined;
+  const stack = readStackCluster(ctx.repoRoot, input.env);
+  const wanted = stack.nodes.filter((n) => n.role === "controlplane").map((n) => n.name);
+  const removing = last.controlPlanes.filter((name) => !wanted.includes(name));
+  if (removing.length === 0) return undefined;
+  const cluster = typeof values.clusterName === "string" ? values.clusterName : stack.name;
+  const exclude = ownedBy(
+    (await input.stack.stateResources()).map((r) => r.urn),
+    cluster,
+    removing,
+  );
+  return {
+    converge: { leftEtcd: removing },
+    exclude,
+    note: `the preview leaves out the ${exclude.length} resources of ${removing.join(", ")}, which up deletes once ${removing.length === 1 ? "it has" : "they have"} left etcd (the engine refuses to plan deleting a protected control plane before that)`,
+  };
 }
 
 /** Waits until each of `names` is a voting etcd member (not a learner), then for the cluster's health. */

@@ -70,6 +70,7 @@ export type FakeCall =
       readonly signal: boolean;
       /** What the CLI's sequenced steps told the program (components/talos/convergence.ts). */
       readonly converge?: unknown;
+      readonly exclude?: readonly string[];
     }
   | { readonly kind: "outputs"; readonly workDir: string; readonly stackName: string }
   | { readonly kind: "stateResources"; readonly workDir: string; readonly stackName: string }
@@ -109,6 +110,7 @@ export class FakeWorkspaces implements WorkspaceFactory {
           diff: options.diff === true,
           signal: options.signal !== undefined,
           ...(options.converge ? { converge: options.converge } : {}),
+          ...(options.exclude ? { exclude: [...options.exclude] } : {}),
         });
         await this.during?.(operation, options.converge);
         const script = this.runs[operation] ?? {};

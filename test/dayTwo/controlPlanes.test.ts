@@ -216,6 +216,31 @@ describe("up changes etcd's membership one control plane at a time", () => {
     ]);
   });
 
+  it("previews a removal as up runs it: the program told the node left, its protected resources left out", async () => {
+    const { f } = membershipFixture(FIVE, THREE);
+    assert.equal(await runCli(["preview", "staging"], f.ctx), ExitCode.ok, f.ctx.stderr.text);
+    const [preview] = f.ctx.workspaces.callsOf("operation");
+    assert.deepEqual(preview.converge, { leftEtcd: ["cp-4", "cp-5"] });
+    assert.deepEqual(names(preview.exclude ?? []).sort(), [
+      "staging-cp-4",
+      "staging-cp-4-config",
+      "staging-cp-4-vm",
+      "staging-cp-5",
+      "staging-cp-5-config",
+      "staging-cp-5-vm",
+    ]);
+    assert.match(
+      f.ctx.stderr.text,
+      /note: the preview leaves out the 6 resources of cp-4, cp-5, which up deletes once they have left etcd/,
+    );
+    assert.match(f.ctx.stdout.text, /1\. etcd: cp-4, cp-5 leave one after the other/);
+    assert.deepEqual(
+      f.talos.log.filter((l) => l.startsWith("etcd")),
+      [],
+      "a preview changes nothing",
+    );
+  });
+
   it("replaces a control plane: the old member leaves before the new one joins", async () => {
     const wanted = [...cps("cp-1", "cp-2", "cp-4"), ...WORKERS];
     const { f, runs } = membershipFixture(THREE, wanted);
