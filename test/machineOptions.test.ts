@@ -215,7 +215,7 @@ describe("machine changes: no unsequenced restart, resize or side-by-side replac
           `nodes[7].openstack.flavor: os-2 keeps running m1.small; up never resizes an instance in place ` +
             `(Nova's resize shuts it down, on every node at once); got m1.xlarge. Replace the instance, ` +
             `one node at a time: pulumi up --target-replace '${urn}' (it boots from its own volumes ` +
-            `again; docs/platforms.md, "OpenStack: a new flavor")`,
+            `again; docs/platforms.md, "OpenStack instances")`,
         ],
       );
       assert.equal(recorder.named("demo-os-2-instance").inputs.flavorName, "m1.xlarge");

@@ -20,6 +20,6 @@ export function flavorChangeWarning(
     `${node.key}.openstack.flavor: ${node.name} keeps running ${running}; up never resizes an ` +
     `instance in place (Nova's resize shuts it down, on every node at once); got ${wanted}. ` +
     `Replace the instance, one node at a time: ${unprotect}pulumi up --target-replace ` +
-    `'${instanceUrn}' (it boots from its own volumes again; docs/platforms.md, "OpenStack: a new flavor")`
+    `'${instanceUrn}' (it boots from its own volumes again; docs/platforms.md, "OpenStack instances")`
   );
 }
