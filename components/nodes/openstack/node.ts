@@ -140,8 +140,8 @@ export class OpenstackNode extends pulumi.ComponentResource implements TalosMach
         // A new flavor would be a resize in place (flavor.ts); the instance keeps its flavor until
         // it is replaced, which takes the stack file's.
         ignoreChanges: ["userData", "flavorName"],
-        // Its replacement boots from the same port and volumes, which Nova attaches to one server
-        // only: the old one has to let go of them first.
+        // Its replacement boots from the same port and volumes, each of which attaches to one
+        // server only (Nova's PortInUse, Cinder's non-multiattach volumes): the old one lets go first.
         deleteBeforeReplace: true,
       },
     );

@@ -81,10 +81,10 @@ export class ProxmoxNode extends pulumi.ComponentResource implements TalosMachin
         tags: ["talos", args.clusterName, node.role],
         onBoot: true,
         started: true,
-        // The provider would restart the VM after any change Proxmox applies only at a start (CPU,
-        // memory, agent, cloud-init), every VM of a run at once. Off, such a change waits, pending,
-        // for a restart of that VM from Proxmox, one node at a time (docs/platforms.md); a change
-        // that needs the VM off (a datastore move) fails instead.
+        // The provider would restart the VM after a change it counts as needing one (CPU, memory,
+        // the agent, cloud-init), every VM of a run at once. Off, a CPU, memory or agent change
+        // waits, pending, for a restart of that VM from Proxmox, one node at a time
+        // (docs/platforms.md); a change that needs the VM off (a datastore move) fails instead.
         rebootAfterUpdate: false,
         stopOnDestroy: true,
         machine: "q35",
