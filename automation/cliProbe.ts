@@ -37,12 +37,15 @@ export function cliInstallRoot(
 export const PULUMI_CLI_MINIMUM = new SemVer("3.2.0-alpha");
 
 /**
- * The oldest CLI that runs the programs: resource hooks (engine and Node.js SDK since 3.182.0)
- * carry the foundation's bootstrap guard (components/talos/bootstrapGuard.ts); with an older CLI
- * the SDK stops the program with "The Pulumi CLI does not support resource hooks". Checked up front
+ * The oldest CLI that runs the programs: the `replaceWith` resource option (engine 3.207.0), which
+ * pushes a node's config again when its machine is replaced (components/talosCluster.ts); with an
+ * older CLI the SDK stops the program with "The Pulumi CLI does not support the ReplaceWith
+ * option". Resource hooks (3.182.0), which carry the bootstrap guard, are older. Checked up front
  * (here and in PulumiCommand.get), so an old CLI is one message before anything runs.
  */
-export const PROGRAM_CLI_MINIMUM = new SemVer("3.182.0");
+export const PROGRAM_CLI_MINIMUM = new SemVer("3.207.0");
+/** What the programs need of that CLI, for the message that names the minimum. */
+const minimumReason = "replaceWith and resource hooks";
 const minimumVersion = PROGRAM_CLI_MINIMUM;
 
 /** What the probe found. */
@@ -85,7 +88,7 @@ function check(command: string, env: Env): CliProbe {
   if (version.major !== minimumVersion.major || semverLt(version, minimumVersion)) {
     return {
       ok: false,
-      problem: `${command} is version ${version.version}; the programs need ${minimumVersion.major}.x, at least ${minimumVersion.version} (resource hooks)`,
+      problem: `${command} is version ${version.version}; the programs need ${minimumVersion.major}.x, at least ${minimumVersion.version} (${minimumReason})`,
       fix: upgrade,
     };
   }

@@ -183,7 +183,8 @@ export class TalosCluster extends pulumi.ComponentResource {
     const configured = (m: Member): pulumi.Resource => m.apply ?? m.machine;
 
     // Exactly once, on the first control plane, after its config is in place. Bootstrapping a
-    // bootstrapped node hangs until timeout, so later changes (say, that node being replaced) are ignored.
+    // bootstrapped node hangs until timeout, so later changes (say, that node being replaced) are
+    // ignored, and unlike the config push it is not replaced with the machine (no replaceWith).
     // The engine creates it again when the state lost it or its URN changed; the guard's hook refuses
     // that once the stack's outputs record the bootstrap (bootstrapGuard.ts). Its URN is pinned by a
     // test: a rename or a new parent needs an alias to the old one.
@@ -337,6 +338,10 @@ export class TalosCluster extends pulumi.ComponentResource {
         throw new Error(`unknown delivery ${JSON.stringify(unhandled)}`);
       }
     }
+    // A new machine (a replaced VM or instance) has none of the old one's config: the pushes are
+    // replaced with it, so the new machine gets its config. Without a machine resource (bare
+    // metal) nothing is replaced.
+    const replaceWith = machine.machineResource ? [machine.machineResource] : undefined;
     // A node whose maintenance-mode address is not its configured one gets its first config there,
     // once: later changes to this resource are ignored, and every later push (and the health check,
     // and talosconfig) uses the configured address.
@@ -356,6 +361,7 @@ export class TalosCluster extends pulumi.ComponentResource {
             {
               parent: this,
               dependsOn: [machine],
+              replaceWith,
               ignoreChanges: [
                 "node",
                 "endpoint",
@@ -380,6 +386,7 @@ export class TalosCluster extends pulumi.ComponentResource {
       {
         parent: this,
         dependsOn: install ? [install] : [machine],
+        replaceWith,
         // Removing a control plane whose removal resets it must be a deliberate act.
         protect:
           node.role === "controlplane" && cluster.protectControlPlanes && onDestroy?.reset === true,

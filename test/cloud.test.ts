@@ -155,7 +155,7 @@ describe("cloud nodes", () => {
         assert.deepEqual(instance.inputs.networks, [
           { port: `port-demo-${instance.inputs.name}-port` },
         ]);
-        assert.deepEqual(instance.options.ignoreChanges, ["userData"]);
+        assert.deepEqual(instance.options.ignoreChanges, ["userData", "flavorName"]);
         assert.ok(instance.secretPaths.includes("userData"));
       }
       const boot = recorder.named("demo-os-1-boot");

@@ -1,5 +1,6 @@
 // One mock engine for every test: records each registered resource (inputs, which inputs are secret,
-// options such as protect/ignoreChanges/dependsOn, plugin version) and each invoke, answers with
+// options such as protect/ignoreChanges/dependsOn/deleteBeforeReplace/replaceWith, plugin version)
+// and each invoke, answers with
 // realistic fake state, and throws on any invoke it does not know so a new call is never silently faked.
 import * as pulumi from "@pulumi/pulumi";
 import * as resproto from "@pulumi/pulumi/proto/resource_pb";
@@ -19,6 +20,10 @@ export const FAKE_SECRET_MARKER = "FAKE-SECRET";
 export interface RecordedOptions {
   readonly protect: boolean;
   readonly ignoreChanges: string[];
+  /** Whether a replacement deletes the old resource before it creates the new one. */
+  readonly deleteBeforeReplace: boolean;
+  /** URNs of the resources whose replacement replaces this one too. */
+  readonly replaceWith: string[];
   readonly additionalSecretOutputs: string[];
   readonly dependencies: string[];
   readonly parent: string;
@@ -111,6 +116,11 @@ export interface MockBehaviour {
   configPadding?: number;
   /** Outputs of stacks read through a StackReference, by stack name. */
   stackOutputs?: Record<string, Record<string, unknown>>;
+  /**
+   * State a provider reports beyond the inputs, by resource name: where the state keeps what an
+   * ignored change left (an OpenStack instance still on its old flavor).
+   */
+  recordedState?: Record<string, Record<string, unknown>>;
 }
 
 /** The recording mock engine. */
@@ -225,6 +235,8 @@ export class Recorder {
         ...commonOptions(req),
         protect: req.getProtect?.() ?? false,
         ignoreChanges: req.getIgnorechangesList(),
+        deleteBeforeReplace: req.getDeletebeforereplace(),
+        replaceWith: req.getReplaceWithList(),
         hooks: hookNames(req.getHooks?.()),
       });
       return original.registerResource.call(this, req, (err: any, resp: any) => {
@@ -240,6 +252,8 @@ export class Recorder {
         ...commonOptions(req),
         protect: false,
         ignoreChanges: [],
+        deleteBeforeReplace: false,
+        replaceWith: [],
         hooks: {},
       });
       return original.readResource.call(this, req, (err: any, resp: any) => {
@@ -310,7 +324,8 @@ export class Recorder {
             },
           }
         : fakeResource(args.type, args.name, inputs);
-    return { id: args.custom === false ? undefined : id, state };
+    const recorded = this.behaviour.recordedState?.[args.name] ?? {};
+    return { id: args.custom === false ? undefined : id, state: { ...state, ...recorded } };
   }
 
   private call(args: pulumi.runtime.MockCallArgs): Record<string, any> {

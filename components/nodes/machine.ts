@@ -36,6 +36,12 @@ export interface TalosMachine extends pulumi.ComponentResource {
    */
   readonly kubeletAddress: pulumi.Input<string>;
   readonly delivery: ConfigDelivery;
+  /**
+   * The platform resource that is the machine (a VM, an instance); none for bare metal. Its
+   * replacement is a new machine that knows nothing of the old one's config, so the node's
+   * pushed config is replaced with it (`replaceWith`) and reaches the new machine.
+   */
+  readonly machineResource?: pulumi.CustomResource;
 }
 
 /** What a platform needs to create one node's machine. */

@@ -87,11 +87,11 @@ describe("finding the Pulumi CLI", () => {
     }
   });
 
-  it("refuses a CLI older than the programs need (resource hooks), as the real Automation API checks it", async () => {
+  it("refuses a CLI older than the programs need (replaceWith), as the real Automation API checks it", async () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), "old-pulumi-"));
     try {
       fs.mkdirSync(path.join(root, "bin"));
-      fs.writeFileSync(path.join(root, "bin", "pulumi"), "#!/bin/sh\necho v3.181.0\n", {
+      fs.writeFileSync(path.join(root, "bin", "pulumi"), "#!/bin/sh\necho v3.206.0\n", {
         mode: 0o755,
       });
       const source: PulumiCommandSource<PulumiCommand> = {
@@ -104,7 +104,7 @@ describe("finding the Pulumi CLI", () => {
       );
       assert.equal(error.exitCode, ExitCode.missingCli);
       assert.match(error.message, /^Pulumi CLI: cannot be used with @pulumi\/pulumi /);
-      assert.match(error.message, /3\.181\.0.*3\.182\.0|3\.182\.0.*3\.181\.0/);
+      assert.match(error.message, /3\.206\.0.*3\.207\.0|3\.207\.0.*3\.206\.0/);
     } finally {
       fs.rmSync(root, { recursive: true, force: true });
     }

@@ -213,13 +213,16 @@ describe("finding the Pulumi CLI without the Automation API", () => {
     assert.equal(old.ok, false);
     assert.match(
       !old.ok ? old.problem : "",
-      /is version 2\.25\.0; the programs need 3\.x, at least 3\.182\.0 \(resource hooks\)/,
+      /is version 2\.25\.0; the programs need 3\.x, at least 3\.207\.0 \(replaceWith and resource hooks\)/,
     );
-    const preHooks = probePulumiCli({ PATH: fakeTools({ pulumi: "v3.181.0" }), HOME: home });
+    // 3.206 has resource hooks but not replaceWith, which the programs' config pushes carry.
+    const preReplaceWith = probePulumiCli({ PATH: fakeTools({ pulumi: "v3.206.0" }), HOME: home });
     assert.match(
-      !preHooks.ok ? preHooks.problem : "",
-      /is version 3\.181\.0; .* at least 3\.182\.0/,
+      !preReplaceWith.ok ? preReplaceWith.problem : "",
+      /is version 3\.206\.0; .* at least 3\.207\.0/,
     );
+    const first = probePulumiCli({ PATH: fakeTools({ pulumi: "v3.207.0" }), HOME: home });
+    assert.equal(first.ok && first.version, "3.207.0");
     const installed = path.join(home, ".pulumi", "versions");
     fs.mkdirSync(installed, { recursive: true });
     const none = probePulumiCli({ PATH: "", HOME: home });

@@ -27,6 +27,7 @@ export class OciNode extends pulumi.ComponentResource implements TalosMachine {
   public readonly kubeletAddress: pulumi.Output<string>;
   public readonly delivery: ConfigDelivery;
   public readonly instance: oci.core.Instance;
+  public readonly machineResource: oci.core.Instance;
 
   constructor(name: string, args: OciNodeArgs, opts?: pulumi.ComponentResourceOptions) {
     super("platform:oci:Node", name, {}, opts);
@@ -68,6 +69,10 @@ export class OciNode extends pulumi.ComponentResource implements TalosMachine {
           ...(instance.hostnameLabel ? { hostnameLabel: node.name } : {}),
         },
         launchOptions: { networkType: "PARAVIRTUALIZED" },
+        // OCI's default (ALLOW_DOWNTIME) reboots a running instance when an update needs it (a new
+        // shape, OCPUs or memory), every instance of a run at once. AVOID_DOWNTIME refuses such an
+        // update instead and leaves the instance as it is (docs/platforms.md: how to make it).
+        updateOperationConstraint: "AVOID_DOWNTIME",
         metadata: {
           user_data: pulumi.secret(
             args.machineConfiguration.apply((config) => Buffer.from(config).toString("base64")),
@@ -84,8 +89,13 @@ export class OciNode extends pulumi.ComponentResource implements TalosMachine {
         provider: platform.provider,
         protect: args.protect,
         ignoreChanges: ["metadata", "sourceDetails.sourceId"],
+        // A replacement (new subnet, private IP, availability domain) is the same node: its name,
+        // its hostname label (unique among a subnet's VNICs), often its fixed private IP. It
+        // cannot be created beside the old instance.
+        deleteBeforeReplace: true,
       },
     );
+    this.machineResource = this.instance;
     this.talosAddress = instance.assignPublicIp
       ? this.instance.publicIp
       : pulumi.output(node.declaredAddress ?? this.instance.privateIp);

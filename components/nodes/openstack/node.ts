@@ -3,6 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type { OpenstackNodeSpec, OpenstackSpec } from "../../spec/types";
 import type { ConfigDelivery, TalosMachine } from "../machine";
 import { spread } from "../placement";
+import { flavorChangeWarning } from "./flavor";
 import type { OpenstackPlatform } from "./platform";
 
 /** Inputs of an {@link OpenstackNode}. */
@@ -22,13 +23,15 @@ export interface OpenstackNodeArgs {
  * A Talos node as an OpenStack instance booting from a volume made from the Talos image. Its config is
  * raw `userData` on a config drive (Talos' openstack platform reads `config-2`), so it boots configured.
  * Its port has a fixed MAC, so the config can name the link without knowing the kernel's name for it.
- * User data and image changes after creation are ignored: config changes go over the Talos API.
+ * User data and image changes after creation are ignored: config changes go over the Talos API. So
+ * is a new flavor, which the instance takes only when it is replaced (flavor.ts).
  */
 export class OpenstackNode extends pulumi.ComponentResource implements TalosMachine {
   public readonly talosAddress: pulumi.Output<string>;
   public readonly kubeletAddress: pulumi.Output<string>;
   public readonly delivery: ConfigDelivery;
   public readonly instance: openstack.compute.Instance;
+  public readonly machineResource: openstack.compute.Instance;
   public readonly port: openstack.networking.Port;
 
   constructor(name: string, args: OpenstackNodeArgs, opts?: pulumi.ComponentResourceOptions) {
@@ -65,7 +68,9 @@ export class OpenstackNode extends pulumi.ComponentResource implements TalosMach
           : {}),
         tags,
       },
-      resourceOpts,
+      // The port is the node's place on the network (its MAC, its fixed addresses): a replacement
+      // could not take them while the old port holds them.
+      { ...resourceOpts, deleteBeforeReplace: true },
     );
 
     const boot = new openstack.blockstorage.Volume(
@@ -129,8 +134,22 @@ export class OpenstackNode extends pulumi.ComponentResource implements TalosMach
         metadata: { "talos-cluster": args.clusterName, "talos-role": node.role },
         tags,
       },
-      { ...resourceOpts, protect: args.protect, ignoreChanges: ["userData"] },
+      {
+        ...resourceOpts,
+        protect: args.protect,
+        // A new flavor would be a resize in place (flavor.ts); the instance keeps its flavor until
+        // it is replaced, which takes the stack file's.
+        ignoreChanges: ["userData", "flavorName"],
+        // Its replacement boots from the same port and volumes, each of which attaches to one
+        // server only (Nova's PortInUse, Cinder's non-multiattach volumes): the old one lets go first.
+        deleteBeforeReplace: true,
+      },
     );
+    this.machineResource = this.instance;
+    pulumi.all([this.instance.flavorName, this.instance.urn]).apply(([running, urn]) => {
+      const warning = flavorChangeWarning(node, running, urn);
+      if (warning) void pulumi.log.warn(warning, this.instance);
+    });
     this.talosAddress = pulumi.output(
       node.declaredAddress ?? this.port.allFixedIps.apply((ips) => ips[0]),
     );

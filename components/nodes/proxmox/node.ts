@@ -61,6 +61,7 @@ export class ProxmoxNode extends pulumi.ComponentResource implements TalosMachin
   public readonly delivery: ConfigDelivery = { kind: "push" };
   /** The VM. */
   public readonly vm: proxmoxve.VmLegacy;
+  public readonly machineResource: proxmoxve.VmLegacy;
 
   constructor(name: string, args: ProxmoxNodeArgs, opts?: pulumi.ComponentResourceOptions) {
     super("platform:proxmox:Node", name, {}, opts);
@@ -80,6 +81,11 @@ export class ProxmoxNode extends pulumi.ComponentResource implements TalosMachin
         tags: ["talos", args.clusterName, node.role],
         onBoot: true,
         started: true,
+        // The provider would restart the VM after a change it counts as needing one (CPU, memory,
+        // the agent, cloud-init), every VM of a run at once. Off, a CPU, memory or agent change
+        // waits, pending, for a restart of that VM from Proxmox, one node at a time
+        // (docs/platforms.md); a change that needs the VM off (a datastore move) fails instead.
+        rebootAfterUpdate: false,
         stopOnDestroy: true,
         machine: "q35",
         scsiHardware: "virtio-scsi-single",
@@ -123,8 +129,13 @@ export class ProxmoxNode extends pulumi.ComponentResource implements TalosMachin
         // A new Talos version (or image format) downloads a new image; the VM keeps its disk and is
         // upgraded in place. Both attributes, so a VM created through either path never diffs.
         ignoreChanges: ["disks[0].fileId", "disks[0].importFrom"],
+        // A replacement (new host or VM ID) cannot run beside the old VM: it would have the same
+        // MAC and static IP on the same network, and with an unchanged VM ID Proxmox refuses it
+        // (VM IDs are unique in the Proxmox cluster).
+        deleteBeforeReplace: true,
       },
     );
+    this.machineResource = this.vm;
     this.registerOutputs({ vmId: this.vm.vmId });
   }
 }
