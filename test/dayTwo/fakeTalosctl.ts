@@ -379,6 +379,9 @@ export function fakeTalosctl(fake: FakeTalos): { run: CommandRunner; calls: Talo
       case "reset":
         await fake.wipeEphemeral(node);
         return replay(name, args);
+      case "etcd-forfeit-leadership":
+        await fake.etcdForfeitLeadership(node);
+        return replay(name, args);
       case "etcd-leave":
         await fake.etcdLeave(node);
         return replay(name, args);

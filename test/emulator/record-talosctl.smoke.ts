@@ -359,6 +359,7 @@ describe("talosctl recordings (test/fixtures/talosctl)", function () {
       ["health", () => client.health(check(60_000, cp3))],
       ["etcd-members", () => client.etcdMembers(cp3)],
       ["etcd-snapshot", () => client.etcdSnapshot(cp3, path.join(sandbox, "down.snapshot"))],
+      ["etcd-forfeit-leadership", () => client.etcdForfeitLeadership(cp3)],
       ["etcd-leave", () => client.etcdLeave(cp3)],
       ["etcd-remove-member", () => client.etcdRemoveMember(cp3, member.id)],
       [
@@ -373,7 +374,10 @@ describe("talosctl recordings (test/fixtures/talosctl)", function () {
     await healthy();
   });
 
-  it("records etcd leave and remove-member, the wipe of every control plane and the recovery", async () => {
+  it("records etcd forfeit-leadership, leave and remove-member, the wipe of every control plane and the recovery", async () => {
+    await record("etcd-forfeit-leadership", "cp-3 hands etcd leadership over before it leaves", () =>
+      client.etcdForfeitLeadership(at("cp-3")),
+    );
     await record("etcd-leave", "cp-3 leaves etcd", () => client.etcdLeave(at("cp-3")));
     const cp2 = (await client.etcdMembers(cps[0])).find((m) => m.hostname === "cp-2")!;
     await record("etcd-remove-member", "cp-2's member removed through cp-1", () =>
