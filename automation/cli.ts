@@ -105,6 +105,10 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
       "--allow-single-control-plane",
       "let a control-plane removal leave one control plane (etcd and the API down on its every reboot)",
     )
+    .option(
+      "--allow-manifest-overwrite",
+      "let a Kubernetes upgrade's upgrade-k8s overwrite live objects of the bootstrap manifests with the config's (its dry run lists them)",
+    )
     .action(runEngine("up"));
   engineCommand("refresh", "read the real resources back into the state").action(
     runEngine("refresh"),
@@ -328,6 +332,7 @@ interface EngineOptions extends LayerOption, CliOptions {
   skipMissingLayer?: boolean;
   yesDestroyProd?: boolean;
   allowSingleControlPlane?: boolean;
+  allowManifestOverwrite?: boolean;
 }
 
 function operationRequest(
@@ -345,6 +350,7 @@ function operationRequest(
     ...(options.summary !== undefined ? { summaryFile: options.summary } : {}),
     skipMissingLayer: options.skipMissingLayer === true,
     allowSingleControlPlane: options.allowSingleControlPlane === true,
+    allowManifestOverwrite: options.allowManifestOverwrite === true,
     commandLine: `${operation} ${env} --layer ${options.layer}`,
   };
 }

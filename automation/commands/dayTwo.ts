@@ -242,6 +242,10 @@ export function registerDayTwoCommands(
         .makeOptionMandatory(),
     )
     .option("--no-write", "do not update the stack file; print the line to commit instead")
+    .option(
+      "--allow-manifest-overwrite",
+      "go on when the dry run shows upgrade-k8s would overwrite live objects of the bootstrap manifests (extraManifests, inlineManifests, Talos' own) with the config's",
+    )
     .addOption(
       waitOption(
         "--upgrade-timeout",
@@ -264,6 +268,7 @@ export function registerDayTwoCommands(
         options: Common & {
           to: string;
           write: boolean;
+          allowManifestOverwrite?: boolean;
           keepSnapshots: number;
           upgradeTimeout: number;
           healthTimeout: number;
@@ -275,6 +280,7 @@ export function registerDayTwoCommands(
             env,
             to: options.to,
             write: options.write,
+            allowManifestOverwrite: options.allowManifestOverwrite === true,
             keepSnapshots: options.keepSnapshots,
             installCli: options.installCli === true,
             upgradeTimeoutMs: options.upgradeTimeout,

@@ -64,6 +64,8 @@ export interface OperationRequest {
   readonly commandLine: string;
   /** up: a control-plane removal may leave a single control plane (3→1). */
   readonly allowSingleControlPlane?: boolean;
+  /** up: upgrade-k8s may overwrite live objects of the bootstrap manifests. */
+  readonly allowManifestOverwrite?: boolean;
 }
 
 /** The control planes `after`'s outputs record that `before`'s did not: the run just added them. */
@@ -389,6 +391,7 @@ async function runOnLayer(
           env,
           outputs,
           installCli: request.installCli,
+          allowManifestOverwrite: request.allowManifestOverwrite === true,
         });
         // A control plane gone from the stack file leaves etcd before the run that removes it.
         converge =

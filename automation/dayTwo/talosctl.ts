@@ -6,6 +6,8 @@ import { formatDuration, goDuration } from "./clock";
 import {
   DrainFailedError,
   type EtcdMember,
+  KUBERNETES_COMPONENTS,
+  type KubernetesUpgrade,
   type HealthCheck,
   type ServiceStatus,
   type TalosClient,
@@ -219,18 +221,19 @@ export class TalosctlClient implements TalosClient {
     throw this.tool.failure(result, toolCall);
   }
 
-  async upgradeKubernetes(
-    via: string,
-    to: string,
-    dryRun: boolean,
-    timeoutMs: number,
-  ): Promise<string> {
-    const args = ["upgrade-k8s", "--to", to.replace(/^v/, "")];
-    if (dryRun) args.push("--dry-run");
+  async upgradeKubernetes(via: string, upgrade: KubernetesUpgrade): Promise<string> {
+    const args = ["upgrade-k8s", "--to", upgrade.to.replace(/^v/, "")];
+    if (upgrade.dryRun) args.push("--dry-run");
+    if (upgrade.noPrune) args.push("--manifests-no-prune");
+    // The flags of talosctl v1.13's upgrade-k8s (cmd/talosctl/cmd/talos/upgrade-k8s.go).
+    for (const component of KUBERNETES_COMPONENTS) {
+      const image = upgrade.images?.[component];
+      if (image !== undefined) args.push(`--${component}-image`, image);
+    }
     return this.exec(args, {
       node: via,
-      timeoutMs,
-      stream: !dryRun,
+      timeoutMs: upgrade.timeoutMs,
+      stream: !upgrade.dryRun,
     });
   }
 

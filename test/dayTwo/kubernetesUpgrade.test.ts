@@ -158,8 +158,8 @@ describe("upgrade kubernetes", () => {
   it("does not bump the stack file when a kubelet is left behind", async () => {
     const f = dayTwoFixture();
     const original = f.talos.upgradeKubernetes.bind(f.talos);
-    f.talos.upgradeKubernetes = async (via, to, dryRun, timeoutMs) => {
-      const result = await original(via, to, dryRun, timeoutMs);
+    f.talos.upgradeKubernetes = async (via, upgrade) => {
+      const result = await original(via, upgrade);
       f.talos.byName("w-2").kubelet = "1.35.6";
       return result;
     };
