@@ -358,23 +358,42 @@ export function registerDayTwoCommands(
   program
     .command("replace-node")
     .description(
-      "take a failed node out cleanly (its etcd member for a control plane), then say how up replaces it",
+      "take a node out cleanly (drained when it still runs; its etcd member for a control plane), then say how up replaces it",
     )
     .argument("<env>", envArgument)
     .argument("<node>", "the node's name in the stack file")
-    .option("--yes", "confirm the etcd member removal in advance")
+    .option("--yes", "confirm the drain and the etcd member removal in advance")
+    .option(
+      "--no-drain",
+      "take a node that still runs out without `kubectl drain` first (its pods stop with it instead of moving)",
+    )
+    .addOption(
+      waitOption(
+        "--drain-timeout",
+        "how long `kubectl drain` may take to evict the node's pods",
+        DEFAULT_DRAIN_TIMEOUT_MS,
+      ),
+    )
     .addOption(installCli())
-    .action(async (env: string, node: string, options: Common & { yes?: boolean }) => {
-      const { replaceNode } = await import("../dayTwo/replaceNode");
-      done(
-        await replaceNode(ctx, {
-          env,
-          node,
-          yes: options.yes === true,
-          installCli: options.installCli === true,
-        }),
-      );
-    });
+    .action(
+      async (
+        env: string,
+        node: string,
+        options: Common & { yes?: boolean; drain: boolean; drainTimeout: number },
+      ) => {
+        const { replaceNode } = await import("../dayTwo/replaceNode");
+        done(
+          await replaceNode(ctx, {
+            env,
+            node,
+            yes: options.yes === true,
+            drain: options.drain,
+            drainTimeoutMs: options.drainTimeout,
+            installCli: options.installCli === true,
+          }),
+        );
+      },
+    );
 
   program
     .command("drift")
