@@ -21,6 +21,7 @@ import {
   parseMachineConfig,
   parseServerVersion,
   parseServiceStatus,
+  withoutSecretDiffs,
 } from "./talosctlOutput";
 import { type CommandRunner, Tool } from "./toolRunner";
 
@@ -88,11 +89,15 @@ export class TalosctlClient implements TalosClient {
     };
   }
 
-  private exec(args: readonly string[], call: Call): Promise<string> {
+  private exec(
+    args: readonly string[],
+    call: Call & { readonly progress?: (text: string) => void },
+  ): Promise<string> {
     const { args: full, shown } = this.command(args, call);
     return this.tool.exec(full, {
       timeoutMs: call.timeoutMs,
       ...(call.stream ? { stream: true } : {}),
+      ...(call.progress ? { progress: call.progress } : {}),
       shown,
       fix: "Fix the cause (the node's state, its reachability) and rerun",
     });
@@ -230,10 +235,13 @@ export class TalosctlClient implements TalosClient {
       const image = upgrade.images?.[component];
       if (image !== undefined) args.push(`--${component}-image`, image);
     }
+    const { progress } = this.options;
     return this.exec(args, {
       node: via,
       timeoutMs: upgrade.timeoutMs,
       stream: !upgrade.dryRun,
+      // It prints each manifest object it applies with its diff, a Secret it creates unmasked.
+      ...(progress ? { progress: withoutSecretDiffs(progress) } : {}),
     });
   }
 

@@ -352,3 +352,39 @@ export function parseManifestDryRun(output: string): ManifestChange[] | undefine
   close();
   return changes;
 }
+
+/** A line naming a manifest object in upgrade-k8s's output (dry run or apply, either sync). */
+const OBJECT_LINE =
+  /^ (?:< (?:created|configured|unchanged|deleted|Pruned)|> processing manifest|> skipped) (\S+?)(?::.*)?$/;
+
+/** A line of a unified diff (or the blank line talosctl prints after one). */
+const DIFF_LINE = /^(?:$|--- |\+\+\+ |@@|[ +\-\\])/;
+
+/**
+ * `sink` with the diffs of Secrets taken out of upgrade-k8s's streamed output. While it applies the
+ * bootstrap manifests, upgrade-k8s prints every object it changes with a diff of the whole object
+ * (go-kubernetes ssa/cli LogApplyResults, manifests.SyncWithLog): a Secret it creates shows its
+ * values, and the older sync masks none. Each such diff becomes one line saying it is withheld;
+ * everything else passes through, line by line.
+ */
+export function withoutSecretDiffs(sink: (text: string) => void): (text: string) => void {
+  let partial = "";
+  let hiding = false;
+  return (text) => {
+    const lines = (partial + text).split("\n");
+    partial = lines.pop() ?? "";
+    const shown: string[] = [];
+    for (const line of lines) {
+      const object = OBJECT_LINE.exec(line);
+      if (object) {
+        hiding = subjectKind(object[1]) === "Secret";
+        shown.push(line);
+        if (hiding) shown.push(" (a Secret: its diff is not shown)");
+      } else if (!(hiding && DIFF_LINE.test(line) && !/^ [<>] /.test(line))) {
+        hiding = false;
+        shown.push(line);
+      }
+    }
+    if (shown.length > 0) sink(`${shown.join("\n")}\n`);
+  };
+}

@@ -9,7 +9,7 @@ import {
   overwrites,
   supportsNoPrune,
 } from "../../automation/dayTwo/manifestSync";
-import { parseManifestDryRun } from "../../automation/dayTwo/talosctlOutput";
+import { parseManifestDryRun, withoutSecretDiffs } from "../../automation/dayTwo/talosctlOutput";
 
 const dryRun = (name: string) =>
   fs.readFileSync(path.join(__dirname, "..", "fixtures", "upgrade-k8s", `${name}.txt`), "utf8");
@@ -122,5 +122,77 @@ describe("upgrade-k8s's dry run of the bootstrap manifests", () => {
     assert.equal(supportsNoPrune("v1.14.0-alpha.1"), true);
     assert.equal(supportsNoPrune("v1.12.11"), false);
     assert.equal(supportsNoPrune(undefined), false);
+  });
+});
+
+describe("upgrade-k8s's streamed output", () => {
+  /** What reaches the sink when `text` arrives in chunks of `size` characters. */
+  function streamed(text: string, size: number): string {
+    let shown = "";
+    const filter = withoutSecretDiffs((chunk) => (shown += chunk));
+    for (let i = 0; i < text.length; i += size) filter(text.slice(i, i + size));
+    return shown;
+  }
+
+  // The apply's log (go-kubernetes v0.2.36 ssa/cli LogApplyResults: ` < <action> <subject>`, then
+  // the diff, which for a created object is the whole object, unmasked; ` > skipped …: no changes`).
+  const applied = [
+    "updating manifests",
+    " > skipped Namespace/flux-system: no changes",
+    " < created Secret/flux-system/flux-system",
+    "--- a/v1.Secret/flux-system/flux-system",
+    "+++ b/v1.Secret/flux-system/flux-system",
+    "@@ -0,0 +1,8 @@",
+    "+apiVersion: v1",
+    "+kind: Secret",
+    "+stringData:",
+    "+  identity: |",
+    "+    -----BEGIN OPENSSH PRIVATE KEY-----",
+    "+    b3BlbnNzaC1rZXktdjEAAAAA",
+    "+    -----END OPENSSH PRIVATE KEY-----",
+    "+type: Opaque",
+    "",
+    " < configured Deployment/flux-system/source-controller",
+    "--- a/apps/v1.Deployment/flux-system/source-controller",
+    "+++ b/apps/v1.Deployment/flux-system/source-controller",
+    "@@ -1,1 +1,1 @@",
+    "-        image: ghcr.io/fluxcd/source-controller:v1.8.0",
+    "+        image: ghcr.io/fluxcd/source-controller:v1.7.3",
+    "",
+    "waiting for kubernetes objects to be fully reconciled",
+    "done",
+    "",
+  ].join("\n");
+
+  it("withholds a Secret's diff, in whatever chunks it arrives, and passes the rest", () => {
+    for (const size of [1, 7, 64, applied.length]) {
+      const shown = streamed(applied, size);
+      assert.doesNotMatch(shown, /PRIVATE KEY|b3BlbnNz|stringData/, `chunks of ${size}`);
+      assert.match(
+        shown,
+        / < created Secret\/flux-system\/flux-system\n \(a Secret: its diff is not shown\)\n < configured Deployment/,
+      );
+      assert.match(shown, /\+ {8}image: ghcr\.io\/fluxcd\/source-controller:v1\.7\.3\n/);
+      assert.match(shown, /waiting for kubernetes objects to be fully reconciled\ndone\n$/);
+    }
+  });
+
+  it("withholds it in the older sync's output too (manifests.SyncWithLog)", () => {
+    const older = [
+      " > processing manifest v1.Secret/flux-system/flux-system",
+      "--- a/v1.Secret/flux-system/flux-system",
+      "+++ b/v1.Secret/flux-system/flux-system",
+      "@@ -3 +3 @@",
+      "-  identity: b2xk",
+      "+  identity: bmV3",
+      "",
+      " < applied successfully",
+      "waiting for all manifests to be applied",
+      " > waiting for apps/v1.Deployment/flux-system/source-controller",
+      "",
+    ].join("\n");
+    const shown = streamed(older, 5);
+    assert.doesNotMatch(shown, /identity/);
+    assert.match(shown, / < applied successfully\nwaiting for all manifests to be applied\n/);
   });
 });

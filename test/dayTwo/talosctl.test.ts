@@ -317,6 +317,40 @@ describe("TalosctlClient: the talosctl command lines", () => {
     assert.ok(calls[3].timeoutMs > 600_000);
   });
 
+  it("streams upgrade-k8s's progress without a Secret's diff", async () => {
+    const stdout = [
+      'updating kubelet to version "1.37.1"',
+      "updating manifests",
+      " < created Secret/flux-system/flux-system",
+      "--- a/v1.Secret/flux-system/flux-system",
+      "+++ b/v1.Secret/flux-system/flux-system",
+      "@@ -0,0 +1,2 @@",
+      "+stringData:",
+      "+  identity: private-key-material",
+      "",
+      "done",
+      "",
+    ].join("\n");
+    const run: CommandRunner = async (_command, _args, options) => {
+      options.onOutput?.(stdout);
+      return { code: 0, stdout, stderr: "", timedOut: false };
+    };
+    let progress = "";
+    const client = new TalosctlClient({
+      connection: CONNECTION,
+      run,
+      progress: (text) => (progress += text),
+    });
+    await client.upgradeKubernetes("192.0.2.11", {
+      to: "1.37.1",
+      dryRun: false,
+      timeoutMs: 60_000,
+    });
+    assert.doesNotMatch(progress, /private-key-material|stringData/);
+    assert.match(progress, /^updating kubelet to version "1\.37\.1"\n/);
+    assert.match(progress, /\(a Secret: its diff is not shown\)\ndone\n$/);
+  });
+
   it("asks the client version without touching the cluster", async () => {
     const { calls, run } = scripted(() => ({ stdout: recording("version-client").stdout }));
     assert.equal(
