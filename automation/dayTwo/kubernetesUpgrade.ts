@@ -20,7 +20,7 @@ import {
 import { DEFAULT_KUBERNETES_TIMEOUTS, kubernetesTarget } from "./options";
 import { type DayTwoSession, runDayTwo } from "./run";
 import type { KubernetesUpgrade } from "./talosClient";
-import { type ManifestChange, parseManifestDryRun } from "./talosctlOutput";
+import { MANIFEST_STEP, type ManifestChange, parseManifestDryRun } from "./talosctlOutput";
 import { finishStackFile } from "./talosUpgrade";
 
 /** `upgrade kubernetes` as asked. */
@@ -193,7 +193,7 @@ function readManifestPlan(plan: string): ManifestChange[] | string {
  */
 function planLines(plan: string, manifests: ManifestChange[] | string): string[] {
   const lines = plan.trimEnd().split("\n");
-  const step = lines.findIndex((line) => /^updating manifests( \(dry run\))?$/.test(line));
+  const step = lines.findIndex((line) => MANIFEST_STEP.test(line));
   const before = (step < 0 ? lines : lines.slice(0, step)).filter((line) => line.trim() !== "");
   return typeof manifests === "string" ? before : [...before, ...formatManifestPlan(manifests)];
 }

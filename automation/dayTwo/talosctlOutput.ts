@@ -279,6 +279,9 @@ export interface ManifestChange {
   readonly diff: string;
 }
 
+/** The line upgrade-k8s starts its manifest sync with (`(dry run)` only with server-side apply). */
+export const MANIFEST_STEP = /^updating manifests( \(dry run\))?$/;
+
 /** The kind in a subject: `Kind/ns/name`, or the older `group/version.Kind/ns/name`. */
 function subjectKind(subject: string): string {
   const older = /^(?:[^/]+\/)?[^/.]+\.([^/]+)\//.exec(subject);
@@ -304,7 +307,7 @@ export function parseManifestDryRun(output: string): ManifestChange[] | undefine
   const lines = output.split("\n");
   let header = -1;
   lines.forEach((line, i) => {
-    if (/^updating manifests( \(dry run\))?$/.test(line)) header = i;
+    if (MANIFEST_STEP.test(line)) header = i;
   });
   if (header < 0) return undefined;
   const changes: ManifestChange[] = [];
