@@ -109,6 +109,10 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
       "--no-rollout",
       "leave the config changes the run staged (they need a reboot) for a later `rollout`",
     )
+    .option(
+      "--allow-manifest-overwrite",
+      "let a Kubernetes upgrade's upgrade-k8s overwrite live objects of the bootstrap manifests with the config's (its dry run lists them)",
+    )
     .action(runEngine("up"));
   engineCommand("refresh", "read the real resources back into the state").action(
     runEngine("refresh"),
@@ -334,6 +338,7 @@ interface EngineOptions extends LayerOption, CliOptions {
   allowSingleControlPlane?: boolean;
   /** commander's --no-rollout: false when given. */
   rollout?: boolean;
+  allowManifestOverwrite?: boolean;
 }
 
 function operationRequest(
@@ -352,6 +357,7 @@ function operationRequest(
     skipMissingLayer: options.skipMissingLayer === true,
     allowSingleControlPlane: options.allowSingleControlPlane === true,
     noRollout: options.rollout === false,
+    allowManifestOverwrite: options.allowManifestOverwrite === true,
     commandLine: `${operation} ${env} --layer ${options.layer}`,
   };
 }

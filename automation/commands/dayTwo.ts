@@ -242,6 +242,10 @@ export function registerDayTwoCommands(
         .makeOptionMandatory(),
     )
     .option("--no-write", "do not update the stack file; print the line to commit instead")
+    .option(
+      "--allow-manifest-overwrite",
+      "go on when the dry run shows upgrade-k8s would overwrite live objects of the bootstrap manifests (extraManifests, inlineManifests, Talos' own) with the config's",
+    )
     .addOption(
       waitOption(
         "--upgrade-timeout",
@@ -264,6 +268,7 @@ export function registerDayTwoCommands(
         options: Common & {
           to: string;
           write: boolean;
+          allowManifestOverwrite?: boolean;
           keepSnapshots: number;
           upgradeTimeout: number;
           healthTimeout: number;
@@ -275,6 +280,7 @@ export function registerDayTwoCommands(
             env,
             to: options.to,
             write: options.write,
+            allowManifestOverwrite: options.allowManifestOverwrite === true,
             keepSnapshots: options.keepSnapshots,
             installCli: options.installCli === true,
             upgradeTimeoutMs: options.upgradeTimeout,
@@ -352,23 +358,42 @@ export function registerDayTwoCommands(
   program
     .command("replace-node")
     .description(
-      "take a failed node out cleanly (its etcd member for a control plane), then say how up replaces it",
+      "take a node out cleanly (drained when it still runs; its etcd member for a control plane), then say how up replaces it",
     )
     .argument("<env>", envArgument)
     .argument("<node>", "the node's name in the stack file")
-    .option("--yes", "confirm the etcd member removal in advance")
+    .option("--yes", "confirm the drain and the etcd member removal in advance")
+    .option(
+      "--no-drain",
+      "take a node that still runs out without `kubectl drain` first (its pods stop with it instead of moving)",
+    )
+    .addOption(
+      waitOption(
+        "--drain-timeout",
+        "how long `kubectl drain` may take to evict the node's pods",
+        DEFAULT_DRAIN_TIMEOUT_MS,
+      ),
+    )
     .addOption(installCli())
-    .action(async (env: string, node: string, options: Common & { yes?: boolean }) => {
-      const { replaceNode } = await import("../dayTwo/replaceNode");
-      done(
-        await replaceNode(ctx, {
-          env,
-          node,
-          yes: options.yes === true,
-          installCli: options.installCli === true,
-        }),
-      );
-    });
+    .action(
+      async (
+        env: string,
+        node: string,
+        options: Common & { yes?: boolean; drain: boolean; drainTimeout: number },
+      ) => {
+        const { replaceNode } = await import("../dayTwo/replaceNode");
+        done(
+          await replaceNode(ctx, {
+            env,
+            node,
+            yes: options.yes === true,
+            drain: options.drain,
+            drainTimeoutMs: options.drainTimeout,
+            installCli: options.installCli === true,
+          }),
+        );
+      },
+    );
 
   program
     .command("drift")

@@ -73,6 +73,8 @@ export interface OperationRequest {
   readonly allowSingleControlPlane?: boolean;
   /** up: leave the changes the run staged for a later `rollout` instead of rolling them. */
   readonly noRollout?: boolean;
+  /** up: upgrade-k8s may overwrite live objects of the bootstrap manifests. */
+  readonly allowManifestOverwrite?: boolean;
 }
 
 /** The control planes `after`'s outputs record that `before`'s did not: the run just added them. */
@@ -401,6 +403,7 @@ async function runOnLayer(
           env,
           outputs,
           installCli: request.installCli,
+          allowManifestOverwrite: request.allowManifestOverwrite === true,
         });
         // A control plane gone from the stack file leaves etcd before the run that removes it.
         converge =

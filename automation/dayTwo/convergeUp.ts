@@ -69,7 +69,13 @@ function recorded(session: DayTwoSession, running: Running): ConvergeRequest {
  */
 export async function convergeFoundation(
   ctx: CliContext,
-  input: { readonly env: string; readonly outputs: OutputMap; readonly installCli: boolean },
+  input: {
+    readonly env: string;
+    readonly outputs: OutputMap;
+    readonly installCli: boolean;
+    /** Lets upgrade-k8s overwrite live objects of the bootstrap manifests (its dry run lists them). */
+    readonly allowManifestOverwrite?: boolean;
+  },
 ): Promise<ConvergeRequest> {
   const values = Object.fromEntries(Object.entries(input.outputs).map(([k, o]) => [k, o.value]));
   const last = lastDeployment(values);
@@ -133,6 +139,8 @@ export async function convergeFoundation(
           env: input.env,
           to: plan.kubernetes.to,
           keepSnapshots: DEFAULT_KEEP_SNAPSHOTS,
+          allowManifestOverwrite: input.allowManifestOverwrite === true,
+          rerun: `npm run platform -- up ${input.env}`,
         });
         request = { ...request, kubernetesVersion: plan.kubernetes.to };
       }

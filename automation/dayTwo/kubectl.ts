@@ -1,6 +1,7 @@
-// What `rollout` asks of Kubernetes: cordon and drain a node before its reboot (Talos' reboot
-// sequence stops the pods but neither cordons nor drains, so without this nothing is evicted and
-// no PodDisruptionBudget is consulted) and uncordon it once it is back and the cluster is healthy.
+// What `rollout` and `replace-node` ask of Kubernetes: cordon and drain a node before its reboot or
+// its removal (Talos' reboot sequence stops the pods but neither cordons nor drains, and a node
+// taken away stops them the same way, so without this nothing is evicted and no
+// PodDisruptionBudget is consulted) and, for a reboot, uncordon it once it is back and healthy.
 // Production runs kubectl with the cluster's own kubeconfig (a 0600 temp file, removed when the
 // roll ends), so the operator's ~/.kube/config and its current context never matter; tests give
 // a fake runner.
@@ -9,7 +10,9 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { writePrivateFile } from "../files";
 import { goDuration } from "./clock";
-import type { DayTwoDeps } from "./deps";
+import type { CliContext } from "../context";
+import type { ClusterNode } from "./cluster";
+import { type DayTwoDeps, progressSink } from "./deps";
 import { TALOSCTL_TIMEOUTS } from "./talosctl";
 import { type CommandRunner, Tool } from "./toolRunner";
 
@@ -42,11 +45,13 @@ interface KubectlDrainerOptions {
   readonly run?: CommandRunner;
   /** kubectl's progress (the pods it evicts) goes here. */
   readonly progress?: (text: string) => void;
+  /** What a missing kubectl means for the command (`no node was rebooted`). */
+  readonly whenMissing: string;
 }
 
 /** The fix when kubectl is missing and a drain was asked for. */
 const KUBECTL_INSTALL_HINT =
-  "Install kubectl (https://kubernetes.io/docs/tasks/tools/) on PATH or set KUBECTL to its path, or pass --no-drain to reboot the nodes without draining them";
+  "Install kubectl (https://kubernetes.io/docs/tasks/tools/) on PATH or set KUBECTL to its path, or pass --no-drain to go on without draining (pods are stopped, not evicted)";
 
 /** How long cordon, uncordon and `version --client` may take. */
 const KUBECTL_QUERY_MS = 60_000;
@@ -60,7 +65,7 @@ export class KubectlDrainer implements NodeDrainer {
       name: "kubectl",
       binary: options.binary ?? "kubectl",
       installHint: KUBECTL_INSTALL_HINT,
-      whenMissing: "it drains each node before its reboot; no node was rebooted",
+      whenMissing: options.whenMissing,
       ...(options.run ? { run: options.run } : {}),
       ...(options.progress ? { progress: options.progress } : {}),
     });
@@ -109,6 +114,33 @@ export class KubectlDrainer implements NodeDrainer {
   async uncordon(node: string): Promise<void> {
     await this.exec(["uncordon", node], KUBECTL_QUERY_MS);
   }
+}
+
+/**
+ * The Kubernetes name of a node: Talos registers the kubelet under its hostname (lowercased, `_`
+ * as `-`: nodename.FromHostname), and the program sets each node's hostname to its stack name, a
+ * lowercase DNS label, so the two are the same.
+ */
+export function kubernetesNodeName(node: ClusterNode): string {
+  return node.name;
+}
+
+/** The kubectl drainer of a command: KUBECTL or `kubectl`, the test's runner, progress on stderr. */
+export function kubectlDrainer(
+  ctx: CliContext,
+  deps: DayTwoDeps,
+  kubeconfig: string,
+  whenMissing: string,
+): NodeDrainer {
+  const run = deps.kubectl;
+  const binary = ctx.env.KUBECTL;
+  return new KubectlDrainer({
+    kubeconfig,
+    whenMissing,
+    ...(binary ? { binary } : {}),
+    ...(run ? { run } : {}),
+    progress: progressSink(ctx),
+  });
 }
 
 /**

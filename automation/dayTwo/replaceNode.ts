@@ -1,18 +1,21 @@
-// `replace-node <env> <node>`: takes a failed node out of the cluster cleanly so `up` can recreate
-// it. For a control plane that means its etcd member: it leaves by itself when it still answers,
-// otherwise another control plane removes it; refused when the remaining members would not hold
-// quorum (then the cluster needs `etcd restore`, not a removal). The machine itself is recreated
-// by the operator's stack-file change and `up`, which pushes its config; it then joins etcd again.
+// `replace-node <env> <node>`: takes a node out of the cluster cleanly so `up` can recreate it. A
+// node that still answers (a planned replacement) is drained first (replaceNodeDrain.ts). For a
+// control plane it then means its etcd member: one that answers hands etcd's leadership over and
+// leaves by itself, otherwise another control plane removes it; refused when the remaining members
+// would not hold quorum (then the cluster needs `etcd restore`, not a removal). The machine itself
+// is recreated by the operator's stack-file change and `up`, which pushes its config; it then
+// joins etcd again.
 import * as path from "node:path";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError, errorReason } from "../errors";
 import { type ClusterNode, controlPlanes } from "./cluster";
 import { quorum } from "./gates";
 import { type DayTwoSession, runDayTwo } from "./run";
+import { type DrainOptions, drainNode, withNodeDrainer } from "./replaceNodeDrain";
 import type { EtcdMember } from "./talosClient";
 
 /** `replace-node` as asked. */
-interface ReplaceNodeCommand {
+interface ReplaceNodeCommand extends DrainOptions {
   readonly env: string;
   readonly node: string;
   readonly yes: boolean;
@@ -48,18 +51,22 @@ export async function replaceNode(
   );
 }
 
+/** What leaving etcd takes for a control plane that is a member. */
+interface EtcdRemoval {
+  readonly member: EtcdMember;
+  /** The control plane that lists the members (and removes one that cannot leave). */
+  readonly via: ClusterNode;
+  /** How, for the operator. */
+  readonly how: string;
+}
+
 async function run(
   session: DayTwoSession,
   node: ClusterNode,
   request: ReplaceNodeCommand,
 ): Promise<ExitCodeValue> {
   const { deps, client, cluster, out } = session;
-  const refuse = (problem: string, got: string, fix: string): never => {
-    throw new UserError(
-      { what: `replace-node ${request.env} ${node.name}`, problem, got, fix },
-      ExitCode.refused,
-    );
-  };
+  const what = `replace-node ${request.env} ${node.name}`;
   let reachable = true;
   try {
     await client.nodeVersion(node.address);
@@ -69,108 +76,30 @@ async function run(
   out(
     `replace-node ${request.env} ${node.name} (${node.role}, ${node.address}): ${reachable ? "the node still answers" : "the node does not answer"}`,
   );
+  const etcd =
+    node.role === "controlplane" ? await etcdRemoval(session, node, reachable, request) : undefined;
+  const drain = reachable && request.drain;
+  if (reachable && !request.drain) out("  --no-drain: its pods are not moved off it first");
 
-  if (node.role === "controlplane") {
-    const others = controlPlanes(cluster).filter((cp) => cp.name !== node.name);
-    if (others.length === 0) {
-      return refuse(
-        "it is the only control plane; removing its etcd member would destroy the cluster's state",
-        node.name,
-        `Restore instead: npm run platform -- etcd restore ${request.env} --from <snapshot>`,
+  await withNodeDrainer(session, what, drain, async (drainer) => {
+    const steps = [
+      ...(drainer ? [`drain ${node.name} (kubectl drain: its pods move to other nodes)`] : []),
+      ...(etcd ? [`remove ${drainer ? "it" : node.name} from etcd: ${etcd.how}`] : []),
+    ];
+    if (steps.length === 0) return;
+    const question = steps.join(", then ");
+    if (request.yes) out(`  ${question}: yes (--yes)`);
+    else if (!(await deps.confirm(`${question[0].toUpperCase()}${question.slice(1)}?`))) {
+      throw new UserError(
+        { what, problem: "stopped at your answer", got: "no", fix: "Nothing was changed" },
+        ExitCode.refused,
       );
     }
-    let members: EtcdMember[] | undefined;
-    let via: ClusterNode | undefined;
-    let lastError = "";
-    for (const cp of others) {
-      try {
-        members = await client.etcdMembers(cp.address);
-        via = cp;
-        break;
-      } catch (error) {
-        lastError = errorReason(error);
-      }
+    if (drainer) {
+      await drainNode(session, drainer, node, { what, drainTimeoutMs: request.drainTimeoutMs });
     }
-    if (!members || !via) {
-      return refuse(
-        "no other control plane lists the etcd members (etcd may have lost quorum)",
-        JSON.stringify(lastError),
-        `Restore instead: docs/runbooks/etcd-restore.md (npm run platform -- etcd restore ${request.env} --from <snapshot>)`,
-      );
-    }
-    const member = members.find(
-      (m) => m.hostname === node.name || m.peerUrls.some((url) => urlHost(url) === node.address),
-    );
-    if (!member) {
-      out(`  etcd: ${node.name} is not a member (already removed); nothing to remove`);
-    } else {
-      const voters = members.filter((m) => !m.learner).length;
-      let healthyOthers = 0;
-      const states: string[] = [];
-      for (const cp of others) {
-        try {
-          const status = await client.service(cp.address, "etcd");
-          if (status.state === "Running" && status.health === "OK") healthyOthers++;
-          states.push(`${cp.name} ${status.state}/${status.health || "?"}`);
-        } catch {
-          states.push(`${cp.name} unreachable`);
-        }
-      }
-      const need = quorum(voters);
-      if (healthyOthers < need) {
-        return refuse(
-          `removing it would leave ${healthyOthers} healthy etcd member${healthyOthers === 1 ? "" : "s"} of ${voters}; quorum needs ${need}`,
-          states.join(", "),
-          `Bring another member back first; with quorum already lost, restore instead (docs/runbooks/etcd-restore.md). Nothing was changed`,
-        );
-      }
-      const how = reachable
-        ? `it leaves etcd itself (talosctl -n ${node.address} etcd leave)`
-        : `${via.name} removes it (talosctl -n ${via.address} etcd remove-member ${member.id})`;
-      out(
-        `  etcd: member ${member.id} (${member.hostname || "unstarted"}); ${healthyOthers} other members healthy, quorum ${need}`,
-      );
-      if (request.yes) out(`  remove ${node.name} from etcd: ${how}: yes (--yes)`);
-      else if (!(await deps.confirm(`Remove ${node.name} from etcd: ${how}?`))) {
-        throw new UserError(
-          {
-            what: `replace-node ${request.env} ${node.name}`,
-            problem: "stopped at your answer",
-            got: "no",
-            fix: "Nothing was changed",
-          },
-          ExitCode.refused,
-        );
-      }
-      try {
-        if (reachable) await client.etcdLeave(node.address);
-        else await client.etcdRemoveMember(via.address, member.id);
-      } catch (error) {
-        throw new UserError(
-          {
-            what: `replace-node ${request.env} ${node.name}`,
-            problem: "removing the etcd member failed",
-            got: JSON.stringify(errorReason(error)),
-            fix: `Check etcd (talosctl -n ${via.address} etcd members) and rerun`,
-          },
-          ExitCode.failed,
-        );
-      }
-      const after = await client.etcdMembers(via.address);
-      if (after.some((m) => m.id === member.id)) {
-        throw new UserError(
-          {
-            what: `replace-node ${request.env} ${node.name}`,
-            problem: "the member is still listed after its removal",
-            got: member.id,
-            fix: `Check with talosctl -n ${via.address} etcd members and rerun`,
-          },
-          ExitCode.failed,
-        );
-      }
-      out(`  etcd: ${node.name} removed; ${after.length} members remain`);
-    }
-  }
+    if (etcd) await removeMember(session, node, etcd, reachable, what);
+  });
 
   const stackFile = path.basename(cluster.stack.file);
   out(
@@ -188,6 +117,136 @@ async function run(
     ].join("\n"),
   );
   return ExitCode.ok;
+}
+
+/**
+ * A control plane's etcd member and how it leaves: by itself when it answers, else removed by
+ * another control plane. Refused (exit 3) for the only control plane, when no other lists the
+ * members, and when the others would not keep quorum. Undefined when it is no member (any more).
+ */
+async function etcdRemoval(
+  session: DayTwoSession,
+  node: ClusterNode,
+  reachable: boolean,
+  request: ReplaceNodeCommand,
+): Promise<EtcdRemoval | undefined> {
+  const { client, cluster, out } = session;
+  const refuse = (problem: string, got: string, fix: string): never => {
+    throw new UserError(
+      { what: `replace-node ${request.env} ${node.name}`, problem, got, fix },
+      ExitCode.refused,
+    );
+  };
+  const others = controlPlanes(cluster).filter((cp) => cp.name !== node.name);
+  if (others.length === 0) {
+    return refuse(
+      "it is the only control plane; removing its etcd member would destroy the cluster's state",
+      node.name,
+      `Restore instead: npm run platform -- etcd restore ${request.env} --from <snapshot>`,
+    );
+  }
+  let members: EtcdMember[] | undefined;
+  let via: ClusterNode | undefined;
+  let lastError = "";
+  for (const cp of others) {
+    try {
+      members = await client.etcdMembers(cp.address);
+      via = cp;
+      break;
+    } catch (error) {
+      lastError = errorReason(error);
+    }
+  }
+  if (!members || !via) {
+    return refuse(
+      "no other control plane lists the etcd members (etcd may have lost quorum)",
+      JSON.stringify(lastError),
+      `Restore instead: docs/runbooks/etcd-restore.md (npm run platform -- etcd restore ${request.env} --from <snapshot>)`,
+    );
+  }
+  const member = members.find(
+    (m) => m.hostname === node.name || m.peerUrls.some((url) => urlHost(url) === node.address),
+  );
+  if (!member) {
+    out(`  etcd: ${node.name} is not a member (already removed); nothing to remove`);
+    return undefined;
+  }
+  const voters = members.filter((m) => !m.learner).length;
+  let healthyOthers = 0;
+  const states: string[] = [];
+  for (const cp of others) {
+    try {
+      const status = await client.service(cp.address, "etcd");
+      if (status.state === "Running" && status.health === "OK") healthyOthers++;
+      states.push(`${cp.name} ${status.state}/${status.health || "?"}`);
+    } catch {
+      states.push(`${cp.name} unreachable`);
+    }
+  }
+  const need = quorum(voters);
+  if (healthyOthers < need) {
+    return refuse(
+      `removing it would leave ${healthyOthers} healthy etcd member${healthyOthers === 1 ? "" : "s"} of ${voters}; quorum needs ${need}`,
+      states.join(", "),
+      `Bring another member back first; with quorum already lost, restore instead (docs/runbooks/etcd-restore.md). Nothing was changed`,
+    );
+  }
+  out(
+    `  etcd: member ${member.id} (${member.hostname || "unstarted"}); ${healthyOthers} other members healthy, quorum ${need}`,
+  );
+  // A member that still runs hands leadership over first, so its leaving is not a leader loss
+  // (an election, writes stalled meanwhile): talosctl etcd forfeit-leadership.
+  const how = reachable
+    ? `it hands leadership over and leaves etcd itself (talosctl -n ${node.address} etcd forfeit-leadership; etcd leave)`
+    : `${via.name} removes it (talosctl -n ${via.address} etcd remove-member ${member.id})`;
+  return { member, via, how };
+}
+
+/** Takes the member out (forfeit-leadership and leave, or remove-member) and checks it is gone. */
+async function removeMember(
+  session: DayTwoSession,
+  node: ClusterNode,
+  etcd: EtcdRemoval,
+  reachable: boolean,
+  what: string,
+): Promise<void> {
+  const { client, out } = session;
+  const { member, via } = etcd;
+  const failed = (problem: string, got: string, fix: string): never => {
+    throw new UserError({ what, problem, got, fix }, ExitCode.failed);
+  };
+  if (reachable) {
+    try {
+      await client.etcdForfeitLeadership(node.address);
+    } catch (error) {
+      failed(
+        "handing etcd's leadership over failed, so it did not leave",
+        JSON.stringify(errorReason(error)),
+        `Check etcd (talosctl -n ${via.address} etcd members; talosctl -n ${node.address} service etcd) and rerun`,
+      );
+    }
+  }
+  try {
+    if (reachable) await client.etcdLeave(node.address);
+    else await client.etcdRemoveMember(via.address, member.id);
+  } catch (error) {
+    failed(
+      "removing the etcd member failed",
+      JSON.stringify(errorReason(error)),
+      `Check etcd (talosctl -n ${via.address} etcd members) and rerun`,
+    );
+  }
+  const after = await client.etcdMembers(via.address);
+  if (after.some((m) => m.id === member.id)) {
+    failed(
+      "the member is still listed after its removal",
+      member.id,
+      `Check with talosctl -n ${via.address} etcd members and rerun`,
+    );
+  }
+  out(
+    `  etcd: ${node.name} ${reachable ? "handed leadership over and left" : "removed"}; ${after.length} members remain`,
+  );
 }
 
 /** The host of a peer URL (`https://192.0.2.12:2380`, `https://[2001:db8::12]:2380`). */

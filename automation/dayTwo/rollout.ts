@@ -16,9 +16,9 @@ import { ExitCode, type ExitCodeValue, UserError, errorReason } from "../errors"
 import type { ClusterNode, DeployedCluster } from "./cluster";
 import { formatDuration } from "./clock";
 import { configDifferences } from "./configCompare";
-import { type DayTwoDeps, progressSink } from "./deps";
+import type { DayTwoDeps } from "./deps";
 import { healthGate, quorumGate, waitForNode } from "./gates";
-import { KubectlDrainer, type NodeDrainer, withKubeconfig } from "./kubectl";
+import { type NodeDrainer, kubectlDrainer, kubernetesNodeName, withKubeconfig } from "./kubectl";
 import {
   DEFAULT_DRAIN_TIMEOUT_MS,
   DEFAULT_ROLLOUT_TIMEOUTS,
@@ -75,26 +75,6 @@ async function pendingNodes(talos: TalosClient, cluster: DeployedCluster): Promi
     pending.push({ node, differences, notTheStacks });
   }
   return pending;
-}
-
-/**
- * The Kubernetes name of a node: Talos registers the kubelet under its hostname (lowercased, `_`
- * as `-`: nodename.FromHostname), and the program sets each node's hostname to its stack name, a
- * lowercase DNS label, so the two are the same.
- */
-function kubernetesNodeName(node: ClusterNode): string {
-  return node.name;
-}
-
-function drainerOn(ctx: CliContext, deps: DayTwoDeps, kubeconfig: string): NodeDrainer {
-  const run = deps.kubectl;
-  const binary = ctx.env.KUBECTL;
-  return new KubectlDrainer({
-    kubeconfig,
-    ...(binary ? { binary } : {}),
-    ...(run ? { run } : {}),
-    progress: progressSink(ctx),
-  });
 }
 
 /** Runs `rollout`. */
@@ -171,7 +151,12 @@ async function roll(
     );
   }
   return withKubeconfig(deps, cluster.kubeconfig, async (file) => {
-    const drainer = drainerOn(ctx, deps, file);
+    const drainer = kubectlDrainer(
+      ctx,
+      deps,
+      file,
+      "it drains each node before its reboot; no node was rebooted",
+    );
     // Refused before anything is touched when kubectl is missing.
     await drainer.check();
     return rollWith(drainer);

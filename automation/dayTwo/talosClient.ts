@@ -26,6 +26,38 @@ export class DrainFailedError extends UserError {
   }
 }
 
+/** The Kubernetes components whose image `talosctl upgrade-k8s` takes a flag for (`--<name>-image`). */
+export const KUBERNETES_COMPONENTS = [
+  "kubelet",
+  "apiserver",
+  "controller-manager",
+  "scheduler",
+  "proxy",
+] as const;
+
+/** One of {@link KUBERNETES_COMPONENTS}. */
+export type KubernetesComponent = (typeof KUBERNETES_COMPONENTS)[number];
+
+/** What `talosctl upgrade-k8s` is asked to do. */
+export interface KubernetesUpgrade {
+  /** `1.37.1`. */
+  readonly to: string;
+  /** `--dry-run`: print the plan, change nothing. */
+  readonly dryRun: boolean;
+  /** Stopped (and rejected) after this long. */
+  readonly timeoutMs: number;
+  /**
+   * The image (a repository, no tag) of each component to run: upgrade-k8s sets `<image>:v<to>`,
+   * from Talos' own registries unless told otherwise.
+   */
+  readonly images?: Readonly<Partial<Record<KubernetesComponent, string>>>;
+  /**
+   * `--manifests-no-prune` (talosctl 1.13 and later): objects of manifests that left the config are
+   * kept in the cluster instead of deleted.
+   */
+  readonly noPrune?: boolean;
+}
+
 /** One etcd member as `talosctl etcd members` lists it. */
 export interface EtcdMember {
   /** The member ID in hex, as `talosctl etcd remove-member` takes it. */
@@ -92,10 +124,10 @@ export interface TalosClient {
    */
   upgrade(node: string, image: string, timeoutMs: number, drainTimeoutMs?: number): Promise<void>;
   /**
-   * `talosctl upgrade-k8s --to`: the control plane components and kubelets; returns its output.
-   * Stopped (and rejected) after `timeoutMs`.
+   * `talosctl upgrade-k8s`: the control plane components, the kubelets, then the bootstrap
+   * manifests; returns its output (a dry run's plan).
    */
-  upgradeKubernetes(via: string, to: string, dryRun: boolean, timeoutMs: number): Promise<string>;
+  upgradeKubernetes(via: string, upgrade: KubernetesUpgrade): Promise<string>;
   /** The node hands etcd's leadership to another member, if it holds it (before it leaves). */
   etcdForfeitLeadership(node: string): Promise<void>;
   /** The node leaves etcd gracefully (it must be up). */

@@ -6,6 +6,8 @@ import { formatDuration, goDuration } from "./clock";
 import {
   DrainFailedError,
   type EtcdMember,
+  KUBERNETES_COMPONENTS,
+  type KubernetesUpgrade,
   type HealthCheck,
   type ServiceStatus,
   type TalosClient,
@@ -20,6 +22,7 @@ import {
   parseSchematic,
   parseServerVersion,
   parseServiceStatus,
+  withoutSecretDiffs,
 } from "./talosctlOutput";
 import { type CommandRunner, Tool } from "./toolRunner";
 
@@ -87,11 +90,15 @@ export class TalosctlClient implements TalosClient {
     };
   }
 
-  private exec(args: readonly string[], call: Call): Promise<string> {
+  private exec(
+    args: readonly string[],
+    call: Call & { readonly progress?: (text: string) => void },
+  ): Promise<string> {
     const { args: full, shown } = this.command(args, call);
     return this.tool.exec(full, {
       timeoutMs: call.timeoutMs,
       ...(call.stream ? { stream: true } : {}),
+      ...(call.progress ? { progress: call.progress } : {}),
       shown,
       fix: "Fix the cause (the node's state, its reachability) and rerun",
     });
@@ -229,18 +236,22 @@ export class TalosctlClient implements TalosClient {
     throw this.tool.failure(result, toolCall);
   }
 
-  async upgradeKubernetes(
-    via: string,
-    to: string,
-    dryRun: boolean,
-    timeoutMs: number,
-  ): Promise<string> {
-    const args = ["upgrade-k8s", "--to", to.replace(/^v/, "")];
-    if (dryRun) args.push("--dry-run");
+  async upgradeKubernetes(via: string, upgrade: KubernetesUpgrade): Promise<string> {
+    const args = ["upgrade-k8s", "--to", upgrade.to.replace(/^v/, "")];
+    if (upgrade.dryRun) args.push("--dry-run");
+    if (upgrade.noPrune) args.push("--manifests-no-prune");
+    // The flags of talosctl v1.13's upgrade-k8s (cmd/talosctl/cmd/talos/upgrade-k8s.go).
+    for (const component of KUBERNETES_COMPONENTS) {
+      const image = upgrade.images?.[component];
+      if (image !== undefined) args.push(`--${component}-image`, image);
+    }
+    const { progress } = this.options;
     return this.exec(args, {
       node: via,
-      timeoutMs,
-      stream: !dryRun,
+      timeoutMs: upgrade.timeoutMs,
+      stream: !upgrade.dryRun,
+      // It prints each manifest object it applies with its diff, a Secret it creates unmasked.
+      ...(progress ? { progress: withoutSecretDiffs(progress) } : {}),
     });
   }
 

@@ -202,7 +202,7 @@ export function parseMachineConfig(output: string): string {
 }
 
 /** An image reference split into its parts: `repo/name`, the tag and the digest (each optional). */
-function splitImage(image: string): { name: string; tag?: string; digest?: string } {
+export function splitImage(image: string): { name: string; tag?: string; digest?: string } {
   const at = image.indexOf("@");
   const digest = at < 0 ? undefined : image.slice(at + 1);
   const withoutDigest = at < 0 ? image : image.slice(0, at);
@@ -282,4 +282,135 @@ export function parseHealthFailure(output: string): HealthFailure | undefined {
     continues = true;
   }
   return failure;
+}
+
+/** What `talosctl upgrade-k8s` would do to one object of the bootstrap manifests. */
+export interface ManifestChange {
+  /**
+   * `created`: not in the cluster; `configured`: the live object differs from the config's and
+   * would be overwritten; `unchanged`; `pruned`: applied before, no longer in the config, deleted.
+   */
+  readonly action: "created" | "configured" | "unchanged" | "pruned";
+  /**
+   * `Deployment/kube-system/cilium-operator` (server-side apply, Talos 1.13 and later), or
+   * `apps/v1.Deployment/kube-system/cilium-operator` (the sync of older releases).
+   */
+  readonly subject: string;
+  /** The object's kind (`Deployment`). */
+  readonly kind: string;
+  /** talosctl's unified diff of it; may hold a Secret's data: never print a Secret's. */
+  readonly diff: string;
+}
+
+/** The line upgrade-k8s starts its manifest sync with (`(dry run)` only with server-side apply). */
+export const MANIFEST_STEP = /^updating manifests( \(dry run\))?$/;
+
+/** The kind in a subject: `Kind/ns/name`, or the older `group/version.Kind/ns/name`. */
+function subjectKind(subject: string): string {
+  const older = /^(?:[^/]+\/)?[^/.]+\.([^/]+)\//.exec(subject);
+  return older ? older[1] : (subject.split("/")[0] ?? "");
+}
+
+/** A diff that only adds lines: the object does not exist yet. */
+function onlyAdds(diff: readonly string[]): boolean {
+  return diff.every((line) => !/^[- ]/.test(line) || /^(---|\+\+\+) /.test(line));
+}
+
+/**
+ * The manifest sync of `talosctl upgrade-k8s --dry-run`, the upgrade's last step, one entry per
+ * object. talosctl 1.13 and later, on Talos 1.13 and later nodes, diff with server-side apply
+ * (pkg/cluster/kubernetes/talos_managed.go, syncManifestsSSA; go-kubernetes v0.2.36 ssa.Diff):
+ * `updating manifests (dry run)`, then for each object ` < <action> <Kind>/<ns>/<name>` (`created`,
+ * `configured`, `unchanged` or `Pruned`, prunes first) and its diff. Older ones, or older nodes
+ * (go-kubernetes manifests.SyncWithLog): `updating manifests`, then for each object
+ * ` > processing manifest <group/version>.<Kind>/<ns>/<name>` and either ` < no changes` or its diff
+ * and ` < dry run, change skipped` (it never prunes). Undefined when there is no manifest step.
+ */
+export function parseManifestDryRun(output: string): ManifestChange[] | undefined {
+  const lines = output.split("\n");
+  let header = -1;
+  lines.forEach((line, i) => {
+    if (MANIFEST_STEP.test(line)) header = i;
+  });
+  if (header < 0) return undefined;
+  const changes: ManifestChange[] = [];
+  const add = (action: ManifestChange["action"], subject: string, diff: string[]) =>
+    changes.push({ action, subject, kind: subjectKind(subject), diff: diff.join("\n").trim() });
+  const unexpected = (line: string): never => {
+    throw new TalosctlOutputError(
+      "upgrade-k8s --dry-run",
+      "` < <action> <object>` (or ` > processing manifest <object>`) lines after `updating manifests`",
+      line,
+    );
+  };
+  let open: { subject: string; diff: string[]; action?: ManifestChange["action"] } | undefined;
+  const close = () => {
+    if (open?.action) add(open.action, open.subject, open.diff);
+    open = undefined;
+  };
+  for (const line of lines.slice(header + 1)) {
+    const ssa = /^ < (created|configured|unchanged|Pruned) (\S+)$/.exec(line);
+    const older = /^ > processing manifest (\S+)$/.exec(line);
+    if (ssa) {
+      close();
+      open = {
+        subject: ssa[2],
+        diff: [],
+        action: ssa[1] === "Pruned" ? "pruned" : (ssa[1] as ManifestChange["action"]),
+      };
+    } else if (older) {
+      close();
+      open = { subject: older[1], diff: [] };
+    } else if (open && !open.action && line === " < no changes") {
+      open.action = "unchanged";
+      close();
+    } else if (open && !open.action && line === " < dry run, change skipped") {
+      open.action = onlyAdds(open.diff) ? "created" : "configured";
+      close();
+    } else if (open) {
+      open.diff.push(line);
+    } else if (line.trim() !== "") {
+      unexpected(line);
+    }
+  }
+  // An older sync's object without its closing line: talosctl stopped before it finished.
+  if (open && !open.action) unexpected(` > processing manifest ${open.subject}`);
+  close();
+  return changes;
+}
+
+/** A line naming a manifest object in upgrade-k8s's output (dry run or apply, either sync). */
+const OBJECT_LINE =
+  /^ (?:< (?:created|configured|unchanged|deleted|Pruned)|> processing manifest|> skipped) (\S+?)(?::.*)?$/;
+
+/** A line of a unified diff (or the blank line talosctl prints after one). */
+const DIFF_LINE = /^(?:$|--- |\+\+\+ |@@|[ +\-\\])/;
+
+/**
+ * `sink` with the diffs of Secrets taken out of upgrade-k8s's streamed output. While it applies the
+ * bootstrap manifests, upgrade-k8s prints every object it changes with a diff of the whole object
+ * (go-kubernetes ssa/cli LogApplyResults, manifests.SyncWithLog): a Secret it creates shows its
+ * values, and the older sync masks none. Each such diff becomes one line saying it is withheld;
+ * everything else passes through, line by line.
+ */
+export function withoutSecretDiffs(sink: (text: string) => void): (text: string) => void {
+  let partial = "";
+  let hiding = false;
+  return (text) => {
+    const lines = (partial + text).split("\n");
+    partial = lines.pop() ?? "";
+    const shown: string[] = [];
+    for (const line of lines) {
+      const object = OBJECT_LINE.exec(line);
+      if (object) {
+        hiding = subjectKind(object[1]) === "Secret";
+        shown.push(line);
+        if (hiding) shown.push(" (a Secret: its diff is not shown)");
+      } else if (!(hiding && DIFF_LINE.test(line) && !/^ [<>] /.test(line))) {
+        hiding = false;
+        shown.push(line);
+      }
+    }
+    if (shown.length > 0) sink(`${shown.join("\n")}\n`);
+  };
 }

@@ -102,6 +102,8 @@ interface ToolCall {
   readonly shown: string;
   /** What to do when it fails. @default fix the cause and rerun */
   readonly fix?: string;
+  /** Where this call's output streams instead of the tool's progress (a filter in front of it). */
+  readonly progress?: (text: string) => void;
 }
 
 /** The last line of a program's output, bounded, for a message. */
@@ -127,7 +129,9 @@ export class Tool {
     try {
       return await this.run(this.spec.binary, args, {
         timeoutMs: call.timeoutMs,
-        ...(call.stream && this.spec.progress ? { onOutput: this.spec.progress } : {}),
+        ...(call.stream && (call.progress ?? this.spec.progress)
+          ? { onOutput: call.progress ?? this.spec.progress }
+          : {}),
       });
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;

@@ -2,9 +2,11 @@
 // etcd members, scripted failures, and a log of every call in order, so tests can assert which
 // node was touched when.
 import * as fs from "node:fs";
+import * as path from "node:path";
 import type {
   EtcdMember,
   HealthCheck,
+  KubernetesUpgrade,
   ServiceStatus,
   TalosClient,
   TalosConnection,
@@ -12,6 +14,31 @@ import type {
 import { imageSchematic, imageTag } from "../../automation/dayTwo/talosctlOutput";
 import { DrainFailedError } from "../../automation/dayTwo/talosClient";
 import type { DayTwoClock } from "../../automation/dayTwo/clock";
+
+/**
+ * A hand-written upgrade-k8s dry run (test/fixtures/upgrade-k8s/) with the cluster's versions in
+ * place of the file's: its detected lowest version and its target.
+ */
+function dryRunOutput(name: string, from: string, to: string): string {
+  const text = fs.readFileSync(
+    path.join(__dirname, "..", "fixtures", "upgrade-k8s", `${name}.txt`),
+    "utf8",
+  );
+  const recordedFrom = /^automatically detected the lowest Kubernetes version (\S+)$/m.exec(
+    text,
+  )![1];
+  const recordedTo = /^updating kubelet to version "([^"]+)"$/m.exec(text)![1];
+  const versions = new Map([
+    [recordedFrom, from],
+    [recordedTo, to],
+  ]);
+  const escape = (v: string) => v.replace(/\./g, "\\.");
+  const pattern = new RegExp(
+    `(?<![\\d.])(${[...versions.keys()].map(escape).join("|")})(?![\\d.])`,
+    "g",
+  );
+  return text.replace(pattern, (version) => versions.get(version)!);
+}
 
 /** One simulated node. */
 export interface FakeNode {
@@ -330,22 +357,29 @@ export class FakeTalos implements TalosClient {
     }
   }
 
-  async upgradeKubernetes(
-    via: string,
-    to: string,
-    dryRun: boolean,
-    _timeoutMs: number,
-  ): Promise<string> {
+  /** What upgrade-k8s's dry run prints: a file of test/fixtures/upgrade-k8s/ (hand-written from Talos' source). */
+  kubernetesDryRun = "dry-run";
+  /** Every upgrade-k8s call, in order, as the client asked for it. */
+  readonly kubernetesUpgrades: KubernetesUpgrade[] = [];
+
+  async upgradeKubernetes(via: string, upgrade: KubernetesUpgrade): Promise<string> {
     const n = this.reach(via);
+    const { to, dryRun } = upgrade;
+    this.kubernetesUpgrades.push(upgrade);
     this.log.push(`upgrade-k8s via ${n.name} --to ${to}${dryRun ? " --dry-run" : ""}`);
     if (this.kubernetesFails === (dryRun ? "dry-run" : "real")) {
       throw new Error("error: removed API in use: flowcontrol.apiserver.k8s.io/v1beta3");
     }
-    if (dryRun)
-      return `automatically detected the lowest Kubernetes version 1.36.3\nchecking for removed Kubernetes component flags\nupdating "kube-apiserver" to version "${to}"\n`;
+    if (dryRun) {
+      const lowest = this.nodes
+        .map((node) => node.kubelet)
+        .sort((a, b) => a.localeCompare(b, undefined, { numeric: true }))[0];
+      return dryRunOutput(this.kubernetesDryRun, lowest, to);
+    }
     for (const node of this.nodes) {
       node.kubelet = to;
-      delete node.kubeletImage;
+      if (upgrade.images?.kubelet) node.kubeletImage = `${upgrade.images.kubelet}:v${to}`;
+      else delete node.kubeletImage;
     }
     return "";
   }

@@ -8,6 +8,7 @@
 // member rows are recorded rows, dropped or repeated. A failure of the fake cluster is the
 // recording of that call failing: on a node that is down, or with the emulator's fault in place.
 import * as fs from "node:fs";
+import { KUBERNETES_COMPONENTS } from "../../automation/dayTwo/talosClient";
 import type { CommandResult, CommandRunner } from "../../automation/dayTwo/toolRunner";
 import { type Recording, hasRecording, recording } from "../emulator/talosctlRecordings";
 import type { FakeTalos } from "./fakeTalos";
@@ -367,10 +368,22 @@ export function fakeTalosctl(fake: FakeTalos): { run: CommandRunner; calls: Talo
       }
       case "upgrade-k8s": {
         // Not recorded: the emulator serves none of what upgrade-k8s drives (docs/development.md),
-        // so its output, and its failure, are the fake cluster's own.
-        const to = flag(args, "--to") ?? "";
-        const dryRun = args.includes("--dry-run");
-        return fake.upgradeKubernetes(node, to, dryRun, 0).then(
+        // so its output is the fake cluster's, its dry run hand-written from Talos' source
+        // (test/fixtures/upgrade-k8s/README.md).
+        const images = Object.fromEntries(
+          KUBERNETES_COMPONENTS.flatMap((component) => {
+            const image = flag(args, `--${component}-image`);
+            return image === undefined ? [] : [[component, image]];
+          }),
+        );
+        const upgrade = {
+          to: flag(args, "--to") ?? "",
+          dryRun: args.includes("--dry-run"),
+          timeoutMs: 0,
+          images,
+          noPrune: args.includes("--manifests-no-prune"),
+        };
+        return fake.upgradeKubernetes(node, upgrade).then(
           (stdout) => ({ code: 0, stdout, stderr: "", timedOut: false }),
           (error: Error) => ({
             code: 1,

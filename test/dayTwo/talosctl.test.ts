@@ -245,8 +245,25 @@ describe("TalosctlClient: the talosctl command lines", () => {
       "factory.talos.dev/nocloud-installer/abc:v1.14.1",
       30 * 60_000,
     );
-    await client.upgradeKubernetes("192.0.2.11", "v1.37.1", true, 60 * 60_000);
-    await client.upgradeKubernetes("192.0.2.11", "1.37.1", false, 60 * 60_000);
+    await client.upgradeKubernetes("192.0.2.11", {
+      to: "v1.37.1",
+      dryRun: true,
+      timeoutMs: 60 * 60_000,
+    });
+    await client.upgradeKubernetes("192.0.2.11", {
+      to: "1.37.1",
+      dryRun: false,
+      timeoutMs: 60 * 60_000,
+      noPrune: true,
+      // The flags come in one order (upgrade-k8s's own), whatever this object's.
+      images: {
+        proxy: "registry.example.net:5000/k8s/kube-proxy",
+        kubelet: "registry.example.net:5000/siderolabs/kubelet",
+        apiserver: "registry.example.net:5000/k8s/kube-apiserver",
+        "controller-manager": "registry.example.net:5000/k8s/kube-controller-manager",
+        scheduler: "registry.example.net:5000/k8s/kube-scheduler",
+      },
+    });
     await client.health({
       via: "192.0.2.11",
       controlPlanes: ["192.0.2.11", "192.0.2.12"],
@@ -256,6 +273,7 @@ describe("TalosctlClient: the talosctl command lines", () => {
     await client.etcdSnapshot("192.0.2.11", "/s/staging.snapshot");
     await client.etcdMembers("192.0.2.11");
     await client.service("192.0.2.11", "etcd");
+    await client.etcdForfeitLeadership("192.0.2.12");
     await client.etcdLeave("192.0.2.12");
     await client.etcdRemoveMember("192.0.2.11", "3a1b2c3d4e5f6072");
     await client.wipeEphemeral("192.0.2.12");
@@ -277,7 +295,23 @@ describe("TalosctlClient: the talosctl command lines", () => {
           ...node("192.0.2.12"),
         ],
         ["upgrade-k8s", "--to", "1.37.1", "--dry-run", ...node("192.0.2.11")],
-        ["upgrade-k8s", "--to", "1.37.1", ...node("192.0.2.11")],
+        [
+          "upgrade-k8s",
+          "--to",
+          "1.37.1",
+          "--manifests-no-prune",
+          "--kubelet-image",
+          "registry.example.net:5000/siderolabs/kubelet",
+          "--apiserver-image",
+          "registry.example.net:5000/k8s/kube-apiserver",
+          "--controller-manager-image",
+          "registry.example.net:5000/k8s/kube-controller-manager",
+          "--scheduler-image",
+          "registry.example.net:5000/k8s/kube-scheduler",
+          "--proxy-image",
+          "registry.example.net:5000/k8s/kube-proxy",
+          ...node("192.0.2.11"),
+        ],
         [
           "health",
           "--wait-timeout",
@@ -291,6 +325,7 @@ describe("TalosctlClient: the talosctl command lines", () => {
         ["etcd", "snapshot", "/s/staging.snapshot", ...node("192.0.2.11")],
         ["etcd", "members", ...node("192.0.2.11")],
         ["service", "etcd", ...node("192.0.2.11")],
+        ["etcd", "forfeit-leadership", ...node("192.0.2.12")],
         ["etcd", "leave", ...node("192.0.2.12")],
         ["etcd", "remove-member", "3a1b2c3d4e5f6072", ...node("192.0.2.11")],
         [
@@ -310,6 +345,40 @@ describe("TalosctlClient: the talosctl command lines", () => {
     // talosctl gets its own time-out and ours is longer, so it reports before it is killed.
     assert.ok(calls[0].timeoutMs > 30 * 60_000);
     assert.ok(calls[3].timeoutMs > 600_000);
+  });
+
+  it("streams upgrade-k8s's progress without a Secret's diff", async () => {
+    const stdout = [
+      'updating kubelet to version "1.37.1"',
+      "updating manifests",
+      " < created Secret/flux-system/flux-system",
+      "--- a/v1.Secret/flux-system/flux-system",
+      "+++ b/v1.Secret/flux-system/flux-system",
+      "@@ -0,0 +1,2 @@",
+      "+stringData:",
+      "+  identity: private-key-material",
+      "",
+      "done",
+      "",
+    ].join("\n");
+    const run: CommandRunner = async (_command, _args, options) => {
+      options.onOutput?.(stdout);
+      return { code: 0, stdout, stderr: "", timedOut: false };
+    };
+    let progress = "";
+    const client = new TalosctlClient({
+      connection: CONNECTION,
+      run,
+      progress: (text) => (progress += text),
+    });
+    await client.upgradeKubernetes("192.0.2.11", {
+      to: "1.37.1",
+      dryRun: false,
+      timeoutMs: 60_000,
+    });
+    assert.doesNotMatch(progress, /private-key-material|stringData/);
+    assert.match(progress, /^updating kubelet to version "1\.37\.1"\n/);
+    assert.match(progress, /\(a Secret: its diff is not shown\)\ndone\n$/);
   });
 
   it("asks the client version without touching the cluster", async () => {

@@ -96,6 +96,38 @@ describe("up converges a running cluster to the stack file, step by gated step",
     );
   });
 
+  it("stops before the engine runs (exit 3) when upgrade-k8s would overwrite live manifest objects, unless --allow-manifest-overwrite", async () => {
+    const upgrading = () => {
+      const f = dayTwoFixture({ stack: stackYaml("v1.13.9", "1.36.3") });
+      for (const node of f.talos.nodes) node.kubelet = "1.35.6";
+      f.ctx.workspaces.outputs = foundationOutputs(undefined, {
+        talos: "v1.13.9",
+        kubernetes: "1.35.6",
+      });
+      f.ctx.workspaces.state = deployedState({ bootstrap: true });
+      f.talos.kubernetesDryRun = "dry-run-flux-moved-on";
+      return f;
+    };
+    const f = upgrading();
+    assert.equal(await runCli(["up", "staging"], f.ctx), ExitCode.refused);
+    assert.deepEqual(engineRuns(f), []);
+    assert.deepEqual(f.talos.callsOf("upgrade-k8s"), [
+      "upgrade-k8s via cp-1 --to 1.36.3 --dry-run",
+    ]);
+    assert.match(
+      f.ctx.stderr.text,
+      /would overwrite 2 live objects of the bootstrap manifests .*: npm run platform -- up staging --allow-manifest-overwrite$/m,
+    );
+    const allowed = upgrading();
+    assert.equal(
+      await runCli(["up", "staging", "--allow-manifest-overwrite"], allowed.ctx),
+      ExitCode.ok,
+      allowed.ctx.stderr.text,
+    );
+    assert.deepEqual(engineRuns(allowed), ["up"]);
+    assert.equal(convergeOf(allowed)?.kubernetesVersion, "1.36.3");
+  });
+
   it("rolls Talos node by node, control planes first, before the engine runs, and records each node's installer", async () => {
     const f = dayTwoFixture({ stack: stackYaml("v1.14.1", "1.36.3") });
     f.ctx.workspaces.state = deployedState({ bootstrap: true });

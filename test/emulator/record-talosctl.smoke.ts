@@ -378,9 +378,11 @@ describe("talosctl recordings (test/fixtures/talosctl)", function () {
     await healthy();
   });
 
-  it("records etcd leave and remove-member, the wipe of every control plane and the recovery", async () => {
-    await record("etcd-forfeit-leadership", "cp-3 hands etcd's leadership over", () =>
-      client.etcdForfeitLeadership(at("cp-3")),
+  it("records etcd forfeit-leadership, leave and remove-member, the wipe of every control plane and the recovery", async () => {
+    await record(
+      "etcd-forfeit-leadership",
+      "cp-3 hands etcd leadership over before it leaves",
+      () => client.etcdForfeitLeadership(at("cp-3")),
     );
     await record("etcd-leave", "cp-3 leaves etcd", () => client.etcdLeave(at("cp-3")));
     const cp2 = (await client.etcdMembers(cps[0])).find((m) => m.hostname === "cp-2")!;
