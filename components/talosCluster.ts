@@ -28,7 +28,10 @@ export interface TalosClusterArgs {
    * What the cluster runs, which configs are generated for (talos/convergence.ts): the Kubernetes
    * version, the config contract and each existing node's installer image.
    */
-  readonly running: Pick<Convergence, "kubernetesVersion" | "configContract" | "runningInstallers">;
+  readonly running: Pick<
+    Convergence,
+    "kubernetesVersion" | "configContract" | "runningInstallers" | "removing"
+  >;
   /** The stack's last outputs (the bootstrap guard reads them). */
   readonly lastOutputs: LastOutputs;
 }
@@ -217,7 +220,9 @@ export class TalosCluster extends pulumi.ComponentResource {
     // Only on `up`: a preview must work while the cluster is down. Talos' check finds each node in
     // Kubernetes by the IPs given ("can't find expected node with IPs") and reaches it from the
     // endpoints' control plane there: the kubelet's addresses; the workstation reaches the endpoints.
-    if (cluster.health.enabled && !pulumi.runtime.isDryRun()) {
+    // A run that deletes nodes skips it: Kubernetes lists them until their machines are gone
+    // ("unexpected nodes"); `platform up` checks after the run (components/talos/convergence.ts).
+    if (cluster.health.enabled && !pulumi.runtime.isDryRun() && running.removing.length === 0) {
       this.health = talos.cluster.getHealthOutput(
         {
           clientConfiguration: client,

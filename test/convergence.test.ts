@@ -256,6 +256,24 @@ describe("one owner: what a run may change on a running cluster", () => {
         /removing control plane cp-4 would take an etcd member away without leaving etcd/,
       );
     });
+
+    it("skips the health check of a run that deletes nodes (Kubernetes still lists them), and says so", async () => {
+      const health = "talos:cluster/getHealth:getHealth";
+      const kept = await run(proxmoxCluster(), deployedWith(3));
+      assert.equal(kept.recorder.invokesOf(health).length, 1, "a run that deletes nothing checks");
+      const removing = await run(proxmoxCluster(), deployedWith(5), {
+        leftEtcd: ["cp-4", "cp-5"],
+      });
+      assert.deepEqual(removing.recorder.invokesOf(health), []);
+      assert.ok(
+        removing.warnings.some((w) =>
+          /^nodes: this run deletes cp-4, cp-5, which Kubernetes lists until their machines are gone, so the health check is skipped; `npm run platform -- up \S+` drains them first/.test(
+            w,
+          ),
+        ),
+        removing.warnings.join("\n"),
+      );
+    });
   });
 
   describe("the rules on their own", () => {
@@ -273,6 +291,7 @@ describe("one owner: what a run may change on a running cluster", () => {
       assert.deepEqual(lastDeployment({}), {
         exists: false,
         controlPlanes: [],
+        workers: [],
         installerImages: {},
       });
       const last = lastDeployment(deployed());
@@ -292,6 +311,7 @@ describe("one owner: what a run may change on a running cluster", () => {
       );
       assert.deepEqual(plan.refusals, []);
       assert.deepEqual([...plan.registered], ["cp-1", "w-1"]);
+      assert.deepEqual(plan.removing, ["w-9"]);
     });
   });
 });

@@ -34,6 +34,7 @@ import type { StackOperations } from "../workspace";
 import { assertPreflight } from "../dayTwo/preflight/report";
 import { upPreflight } from "../dayTwo/preflight/up";
 import {
+  afterRemovals,
   controlPlaneStep,
   convergeFoundation,
   previewOfRemovals,
@@ -94,6 +95,16 @@ function withoutLeft(request: ConvergeRequest): ConvergeRequest {
   return Object.fromEntries(
     Object.entries(request).filter(([key]) => key !== "leftEtcd"),
   ) as ConvergeRequest;
+}
+
+/** The nodes `before`'s outputs record that `after`'s do not: the run deleted them. */
+function removedNodes(before: OutputMap, after: OutputMap): string[] {
+  const names = (outputs: OutputMap) => {
+    const nodes = outputs.nodes?.value as Record<string, object | undefined> | undefined;
+    return [...Object.keys(nodes?.controlplane ?? {}), ...Object.keys(nodes?.worker ?? {})];
+  };
+  const now = new Set(names(after));
+  return names(before).filter((name) => !now.has(name));
 }
 
 /** Runs an engine operation; resolves to the exit code, rejects with a translated error. */
@@ -446,6 +457,16 @@ async function runOnLayer(
         }
       } else {
         await stack[operation]({ ...options, ...(converge ? { converge } : {}) });
+        if (operation === "up" && layer.name === "foundation") {
+          // The nodes this run deleted: their Kubernetes nodes go, then the health the run skipped.
+          const outputs = await stack.outputs();
+          await afterRemovals(ctx, {
+            env,
+            outputs,
+            installCli: request.installCli,
+            removed: removedNodes(outputsBefore, outputs),
+          });
+        }
         // New control planes join etcd one per engine run: another run until the stack file's
         // have all joined (automation/dayTwo/convergeUp.ts).
         while (converge) {

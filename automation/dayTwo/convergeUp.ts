@@ -12,7 +12,13 @@ import type { StackOperations } from "../workspace";
 import { workerBatchSize } from "./batches";
 import { controlPlanes, readStackCluster } from "./cluster";
 import { upgradeKubernetesSteps } from "./kubernetesUpgrade";
-import { DEFAULT_KEEP_SNAPSHOTS, DEFAULT_ROLLOUT_TIMEOUTS } from "./options";
+import { kubectlDrainer, withKubeconfig } from "./kubectl";
+import {
+  DEFAULT_DRAIN_TIMEOUT_MS,
+  DEFAULT_KEEP_SNAPSHOTS,
+  DEFAULT_ROLLOUT_TIMEOUTS,
+} from "./options";
+import { drainNode } from "./replaceNodeDrain";
 import { type DayTwoSession, runDayTwo } from "./run";
 import { healthGate, quorum, sameVersion } from "./gates";
 import { imageSchematic, imageTag, retagImage } from "./talosctlOutput";
@@ -203,8 +209,11 @@ export async function controlPlaneStep(
   const wanted = stack.nodes.filter((n) => n.role === "controlplane").map((n) => n.name);
   const adding = wanted.filter((name) => !last.controlPlanes.includes(name));
   const removing = last.controlPlanes.filter((name) => !wanted.includes(name));
+  const names = new Set(stack.nodes.map((n) => n.name));
+  const removedWorkers = last.workers.filter((name) => !names.has(name));
   const before = input.justAdded === undefined;
-  if (before ? adding.length + removing.length === 0 : input.justAdded!.length === 0) {
+  const removals = removing.length + removedWorkers.length;
+  if (before ? adding.length + removals === 0 : input.justAdded!.length === 0) {
     return undefined;
   }
   const target = `foundation/${input.env}`;
@@ -223,22 +232,27 @@ export async function controlPlaneStep(
     ctx,
     { command: "up", env: input.env, installCli: input.installCli, withinUp: input },
     async (session) => {
-      if (!before || removing.length === 0) {
+      if (!before || removals === 0) {
         await waitForVoters(session, last.controlPlanes, { health: true });
         if (adding.length === 0) return undefined;
         session.out(`up ${target}: ${adding[0]} joins etcd in this engine run`);
         return input.request;
       }
-      // A control plane is often removed because it is failing: only the ones that stay must be
-      // voters, and quorum without each leaving one is checked as it leaves.
-      const staying = last.controlPlanes.filter((name) => !removing.includes(name));
-      await waitForVoters(session, staying, { health: false });
-      await session.snapshot(DEFAULT_KEEP_SNAPSHOTS);
+      if (removing.length > 0) {
+        // A control plane is often removed because it is failing: only the ones that stay must be
+        // voters, and quorum without each leaving one is checked as it leaves.
+        const staying = last.controlPlanes.filter((name) => !removing.includes(name));
+        await waitForVoters(session, staying, { health: false });
+        await session.snapshot(DEFAULT_KEEP_SNAPSHOTS);
+      }
+      // Their pods move to the other nodes first (disruption budgets respected), as before a reboot.
+      await drainRemoved(session, target, [...removedWorkers, ...removing]);
       const left: string[] = [];
       for (const name of removing) {
         await leaveEtcd(session, name, left);
         left.push(name);
       }
+      if (left.length === 0) return input.request;
       const urns = ownedBy(
         (await input.stack.stateResources()).map((r) => r.urn),
         session.cluster.clusterName,
@@ -249,6 +263,98 @@ export async function controlPlaneStep(
         `up ${target}: ${left.join(", ")} left etcd; the engine run removes ${left.length === 1 ? "its machine" : "their machines"} (${urns.length} resources unprotected)`,
       );
       return { ...input.request, leftEtcd: left };
+    },
+  );
+}
+
+/**
+ * Cordons and drains each node the stack file drops (one that is not Ready, or does not answer, is
+ * left as it is). Needs the cluster's kubeconfig and kubectl: refused before anything otherwise.
+ */
+async function drainRemoved(
+  session: DayTwoSession,
+  target: string,
+  names: readonly string[],
+): Promise<void> {
+  const { ctx, deps, cluster } = session;
+  const nodes = cluster.nodes.filter((n) => names.includes(n.name));
+  if (nodes.length === 0) return;
+  if (!cluster.kubeconfig) {
+    throw new UserError(
+      {
+        what: `up ${target}`,
+        problem: `the outputs hold no kubeconfig to drain ${names.join(", ")} with before ${names.length === 1 ? "it is" : "they are"} removed; nothing was changed`,
+        got: JSON.stringify("kubeconfig"),
+        fix: "Run up once with the nodes kept, so the outputs record the kubeconfig, then remove them",
+      },
+      ExitCode.refused,
+    );
+  }
+  await withKubeconfig(deps, cluster.kubeconfig, async (file) => {
+    const drainer = kubectlDrainer(
+      ctx,
+      deps,
+      file,
+      "it drains a node before up removes it; nothing was changed",
+    );
+    await drainer.check();
+    for (const node of nodes) {
+      await drainNode(session, drainer, node, {
+        what: `up ${target}`,
+        drainTimeoutMs: DEFAULT_DRAIN_TIMEOUT_MS,
+      });
+    }
+  });
+}
+
+/**
+ * After the engine run that deleted the machines of `removed`: their Kubernetes Node objects are
+ * deleted (no kubelet registers them again now), then the cluster's health is checked, which the
+ * run itself had to skip (components/talos/convergence.ts).
+ */
+export async function afterRemovals(
+  ctx: CliContext,
+  input: {
+    readonly env: string;
+    readonly outputs: OutputMap;
+    readonly installCli: boolean;
+    readonly removed: readonly string[];
+  },
+): Promise<void> {
+  if (input.removed.length === 0) return;
+  const target = `foundation/${input.env}`;
+  await runDayTwo(
+    ctx,
+    { command: "up", env: input.env, installCli: input.installCli, withinUp: input },
+    async (session) => {
+      const { cluster, deps, client, out } = session;
+      if (cluster.kubeconfig) {
+        await withKubeconfig(deps, cluster.kubeconfig, async (file) => {
+          const drainer = kubectlDrainer(
+            ctx,
+            deps,
+            file,
+            "it deletes the removed nodes' Node objects",
+          );
+          for (const name of input.removed) await drainer.deleteNode(name);
+        });
+        out(
+          `kubernetes: deleted the Node ${input.removed.length === 1 ? "object" : "objects"} of ${input.removed.join(", ")}`,
+        );
+      }
+      const health = await healthGate(client, cluster, DEFAULT_ROLLOUT_TIMEOUTS.healthMs);
+      if (!health.ok) {
+        throw new UserError(
+          {
+            what: `up ${target}`,
+            problem: `the cluster is not healthy after ${input.removed.join(", ")} ${input.removed.length === 1 ? "was" : "were"} removed`,
+            got: health.reason,
+            fix: "Fix it (npm run platform -- preflight shows what), then rerun up",
+          },
+          ExitCode.failed,
+        );
+      }
+      out(`up ${target}: ${input.removed.join(", ")} removed; cluster healthy`);
     },
   );
 }

@@ -87,6 +87,13 @@ export function planDisruption(input: DisruptionInput): string[] | undefined {
   const wantedCps = stack.nodes.filter((n) => n.role === "controlplane").map((n) => n.name);
   const removing = last.controlPlanes.filter((name) => !wantedCps.includes(name));
   const adding = wantedCps.filter((name) => !last.controlPlanes.includes(name));
+  const inStack = new Set(stack.nodes.map((n) => n.name));
+  const dropped = [...deployed].filter((name) => !inStack.has(name));
+  if (dropped.length > 0) {
+    steps.push(
+      `drain: ${list(dropped)} cordoned and drained (kubectl; their pods move to the other nodes, disruption budgets respected)`,
+    );
+  }
   if (removing.length > 0) {
     steps.push(
       `etcd: ${list(removing)} ${removing.length === 1 ? "leaves" : "leave one after the other"} (an etcd snapshot first; quorum without ${removing.length === 1 ? "it" : "each"} checked, leadership handed over)${wantedCps.length === 1 ? "; a single control plane stays, which needs --allow-single-control-plane" : ""}`,
@@ -94,6 +101,11 @@ export function planDisruption(input: DisruptionInput): string[] | undefined {
   }
   const engine = engineChanges(input, deployed);
   if (engine.length > 0) steps.push(`the engine run: ${engine.join("; ")}`);
+  if (dropped.length > 0) {
+    steps.push(
+      `kubernetes: the Node ${dropped.length === 1 ? "object" : "objects"} of ${list(dropped)} deleted, then the cluster's health checked (the engine run cannot check it while Kubernetes lists them)`,
+    );
+  }
   if (adding.length > 0) {
     steps.push(
       adding.length === 1

@@ -34,6 +34,11 @@ export interface NodeDrainer {
   ready(node: string): Promise<boolean>;
   /** Makes the node schedulable again. */
   uncordon(node: string): Promise<void>;
+  /**
+   * Deletes the Node object of a node whose machine is gone (its kubelet would register it again
+   * otherwise); a Node that is not there is no error.
+   */
+  deleteNode(node: string): Promise<void>;
 }
 
 /** Options of the kubectl-backed drainer. */
@@ -113,6 +118,10 @@ export class KubectlDrainer implements NodeDrainer {
 
   async uncordon(node: string): Promise<void> {
     await this.exec(["uncordon", node], KUBECTL_QUERY_MS);
+  }
+
+  async deleteNode(node: string): Promise<void> {
+    await this.exec(["delete", "node", node, "--ignore-not-found"], KUBECTL_QUERY_MS);
   }
 }
 

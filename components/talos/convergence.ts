@@ -44,6 +44,7 @@ export interface LastDeployment {
   readonly talosVersion?: string;
   readonly kubernetesVersion?: string;
   readonly controlPlanes: readonly string[];
+  readonly workers: readonly string[];
   /** Each node's installer image as its config carried it, by name. */
   readonly installerImages: Readonly<Record<string, string>>;
 }
@@ -54,7 +55,7 @@ const keysOf = (value: unknown) =>
 
 /** The last deployment, from the values of the stack's outputs (a StackReference, `stack output`). */
 export function lastDeployment(outputs: Readonly<Record<string, unknown>>): LastDeployment {
-  const nodes = outputs.nodes as { controlplane?: unknown } | undefined;
+  const nodes = outputs.nodes as { controlplane?: unknown; worker?: unknown } | undefined;
   const images = outputs.installerImages;
   return {
     exists: keysOf(nodes?.controlplane).length > 0,
@@ -63,6 +64,7 @@ export function lastDeployment(outputs: Readonly<Record<string, unknown>>): Last
       ? { kubernetesVersion: stringOr(outputs.kubernetesVersion) }
       : {}),
     controlPlanes: keysOf(nodes?.controlplane),
+    workers: keysOf(nodes?.worker),
     installerImages:
       images !== null && typeof images === "object"
         ? Object.fromEntries(
@@ -119,6 +121,11 @@ export interface Convergence {
   readonly runningInstallers: Readonly<Record<string, string>>;
   /** The names of the nodes this run registers (control planes joining later are left out). */
   readonly registered: ReadonlySet<string>;
+  /**
+   * The nodes the last `up` recorded that this run deletes (gone from the stack file): until their
+   * machines are gone Kubernetes still lists them, so no health check can pass during this run.
+   */
+  readonly removing: readonly string[];
   readonly pending: PendingChanges;
   /** One line per change the stack asks for that waits for `platform up`. */
   readonly warnings: readonly string[];
@@ -227,12 +234,22 @@ export function converge(
   }
 
   const deferred = new Set(addControlPlanes);
+  const wantedNames = new Set(desired.nodes.map((n) => n.name));
+  const removingNodes = [...last.controlPlanes, ...last.workers].filter(
+    (name) => !wantedNames.has(name),
+  );
+  if (removingNodes.length > 0 && refusals.length === 0) {
+    warnings.push(
+      `nodes: this run deletes ${removingNodes.join(", ")}, which Kubernetes lists until ${removingNodes.length === 1 ? "its machine is" : "their machines are"} gone, so the health check is skipped; \`${upCommand}\` drains ${removingNodes.length === 1 ? "it" : "them"} first, then deletes ${removingNodes.length === 1 ? "its" : "their"} Kubernetes ${removingNodes.length === 1 ? "node" : "nodes"} and checks the cluster's health after the run`,
+    );
+  }
   return {
     kubernetesVersion: kubernetes.version,
     talosVersion: talos.version,
     configContract,
     runningInstallers,
     registered: new Set(desired.nodes.map((n) => n.name).filter((name) => !deferred.has(name))),
+    removing: removingNodes,
     pending: {
       ...(kubernetes.change ? { kubernetes: kubernetes.change } : {}),
       ...(talos.change ? { talos: talos.change } : {}),

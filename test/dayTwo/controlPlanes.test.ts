@@ -9,6 +9,7 @@ import { SECRETS_TYPE } from "../../automation/dayTwo/preflight/up";
 import { ExitCode } from "../../automation/errors";
 import { type ConvergeRequest, converge, lastDeployment } from "../../components/talos/convergence";
 import { cleanupRepos } from "../automation/helpers";
+import { fakeKubectl } from "./fakeKubectl";
 import {
   type DayTwoFixture,
   NODES,
@@ -71,6 +72,9 @@ function membershipFixture(
   });
   (f.ctx.env as Record<string, string>).PROXMOX_VE_API_TOKEN =
     "root@pam!ci=00000000-0000-0000-0000-000000000000";
+  // kubectl drains the nodes the stack file drops and deletes their Node objects afterwards.
+  const kubectl = fakeKubectl(f.talos.log);
+  Object.assign(f.ctx.dayTwo!, { kubectl: kubectl.run });
   let current = [...deployed];
   f.ctx.workspaces.state = stateOf(current);
   const runs: EngineRun[] = [];
@@ -105,7 +109,7 @@ function membershipFixture(
     f.ctx.workspaces.outputs = foundationOutputs(current);
     f.ctx.workspaces.state = stateOf(current);
   };
-  return { f, runs, deployed: () => current.map((n) => n.name) };
+  return { f, runs, kubectl, deployed: () => current.map((n) => n.name) };
 }
 
 /** The URNs `up` unprotected. */
@@ -168,7 +172,7 @@ describe("up changes etcd's membership one control plane at a time", () => {
   });
 
   it("takes the dropped control planes out of etcd one after the other, then one run deletes their machines (5 → 3)", async () => {
-    const { f, runs, deployed } = membershipFixture(FIVE, THREE);
+    const { f, runs, deployed, kubectl } = membershipFixture(FIVE, THREE);
     let beforeEngine: string[] = [];
     const engine = f.ctx.workspaces.during!;
     f.ctx.workspaces.during = (operation, request) => {
@@ -197,6 +201,34 @@ describe("up changes etcd's membership one control plane at a time", () => {
       "staging-cp-5-vm",
     ]);
     assert.deepEqual(deployed(), ["cp-1", "cp-2", "cp-3", "w-1", "w-2", "w-3"]);
+    // Each drained before it leaves etcd; their Node objects deleted after the run, then health.
+    const log = f.talos.log;
+    for (const name of ["cp-4", "cp-5"]) {
+      assert.ok(
+        log.indexOf(`drain ${name}`) >= 0 &&
+          log.indexOf(`drain ${name}`) < log.indexOf(`etcd leave ${name}`),
+      );
+      assert.ok(log.indexOf(`delete node ${name}`) > log.indexOf("etcd leave cp-5"));
+    }
+    assert.equal(log.at(-1), "health via cp-1");
+    assert.deepEqual(kubectl.deleted, ["cp-4", "cp-5"]);
+  });
+
+  it("drains a worker the stack file drops, deletes its Node object after the run, then checks health", async () => {
+    const wanted = [...cps("cp-1", "cp-2", "cp-3"), ...WORKERS.filter((n) => n.name !== "w-3")];
+    const { f, runs, kubectl } = membershipFixture(THREE, wanted);
+    let drainedBeforeRun = false;
+    const engine = f.ctx.workspaces.during!;
+    f.ctx.workspaces.during = (operation, request) => {
+      drainedBeforeRun = f.talos.log.includes("drain w-3");
+      return engine(operation, request);
+    };
+    assert.equal(await runCli(["up", "staging"], f.ctx), ExitCode.ok, f.ctx.stderr.text);
+    assert.ok(drainedBeforeRun, "drained before the engine run");
+    assert.deepEqual(runs, [{ added: [], removed: ["w-3"], voters: ["cp-1", "cp-2", "cp-3"] }]);
+    assert.deepEqual(kubectl.deleted, ["w-3"]);
+    assert.deepEqual(f.talos.callsOf("etcd"), [], "no etcd change for a worker");
+    assert.match(f.ctx.stdout.text, /up foundation\/staging: w-3 removed; cluster healthy/);
   });
 
   it("runs the same steps through the real talosctl client, in talosctl's own output formats", async () => {
@@ -233,7 +265,10 @@ describe("up changes etcd's membership one control plane at a time", () => {
       f.ctx.stderr.text,
       /note: the preview leaves out the 6 resources of cp-4, cp-5, which up deletes once they have left etcd/,
     );
-    assert.match(f.ctx.stdout.text, /1\. etcd: cp-4, cp-5 leave one after the other/);
+    assert.match(
+      f.ctx.stdout.text,
+      /1\. drain: cp-4, cp-5 cordoned and drained.*\n {2}2\. etcd: cp-4, cp-5 leave one after the other/,
+    );
     assert.deepEqual(
       f.talos.log.filter((l) => l.startsWith("etcd")),
       [],

@@ -95,8 +95,10 @@ describe("the disruption plan of up", () => {
       events: [step("delete", VM, "staging-cp-2-vm"), step("delete", VM, "staging-cp-3-vm")],
     });
     assert.deepEqual(planDisruption(shrunk), [
+      "drain: cp-2, cp-3 cordoned and drained (kubectl; their pods move to the other nodes, disruption budgets respected)",
       "etcd: cp-2, cp-3 leave one after the other (an etcd snapshot first; quorum without each checked, leadership handed over); a single control plane stays, which needs --allow-single-control-plane",
       "the engine run: deletes cp-2, cp-3 (machine and config)",
+      "kubernetes: the Node objects of cp-2, cp-3 deleted, then the cluster's health checked (the engine run cannot check it while Kubernetes lists them)",
     ]);
   });
 

@@ -34,6 +34,8 @@ export interface FakeKubectl {
   readonly notReady: Set<string>;
   /** kubectl is not installed: starting it fails with ENOENT. */
   missing: boolean;
+  /** Nodes whose Node object was deleted, in order. */
+  readonly deleted: string[];
 }
 
 /** A kubectl runner; every call is also pushed to `log`. */
@@ -45,6 +47,7 @@ export function fakeKubectl(log: string[]): FakeKubectl {
     uncordonFails: new Set(),
     notReady: new Set(),
     missing: false,
+    deleted: [],
     run: async (command, args, options) => {
       if (state.missing) {
         throw Object.assign(new Error(`spawn ${command} ENOENT`), { code: "ENOENT" });
@@ -85,6 +88,12 @@ export function fakeKubectl(log: string[]): FakeKubectl {
       const name = args[2];
       log.push(`ready ${name}`);
       return ok(state.notReady.has(name) ? "Unknown" : "True");
+    }
+    if (verb === "delete" && node === "node") {
+      const name = args[2];
+      log.push(`delete node ${name}`);
+      state.deleted.push(name);
+      return ok(`node "${name}" deleted\n`);
     }
     log.push(`${verb} ${node}`);
     switch (verb) {

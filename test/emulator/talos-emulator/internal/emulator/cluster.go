@@ -94,7 +94,8 @@ func (c *Cluster) reconcile() {
 	var updates []update
 
 	for _, v := range views {
-		if !v.controlPlane || v.phase != PhaseRunning {
+		// A node that left etcd keeps its etcd service stopped (Finished) until it boots again.
+		if !v.controlPlane || v.phase != PhaseRunning || v.leftEtcd {
 			continue
 		}
 
@@ -275,6 +276,7 @@ func (c *Cluster) leave(n *Node) error {
 	c.mu.Unlock()
 
 	n.setEtcdData(false)
+	n.setLeftEtcd()
 	n.setService("etcd", stateFinished, "Service finished successfully", nil)
 	c.reconcile()
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"github.com/siderolabs/talos/pkg/machinery/client"
@@ -153,6 +154,15 @@ func TestEtcdOperations(t *testing.T) {
 	}
 
 	h.waitMembers(h.cps[0], "cp1", "cp2")
+
+	// Its etcd service stays stopped until it boots again, as Talos' does: it never rejoins by
+	// itself (the machine is about to be reset or deleted).
+	time.Sleep(5 * testTimings.EtcdJoin)
+
+	if got := len(h.members(h.cps[0])); got != 2 {
+		t.Fatalf("after etcd leave: %d members, want cp3 to stay out", got)
+	}
+
 	h.wipeEphemeral(h.cps[2])
 	h.waitMembers(h.cps[0], "cp1", "cp2", "cp3")
 

@@ -162,6 +162,7 @@ func (k *kubeAPI) routes() http.Handler {
 	mux.HandleFunc("GET /api/v1/nodes", k.listNodes)
 	mux.HandleFunc("GET /api/v1/nodes/{name}", k.getNode)
 	mux.HandleFunc("PATCH /api/v1/nodes/{name}", k.patchNode)
+	mux.HandleFunc("DELETE /api/v1/nodes/{name}", k.deleteNode)
 	mux.HandleFunc("GET /api/v1/pods", k.listPods)
 	mux.HandleFunc("GET /api/v1/namespaces/{namespace}/pods", k.listPods)
 	mux.HandleFunc("GET /api/v1/namespaces/{namespace}/pods/{name}", k.getPod)
@@ -243,6 +244,21 @@ func (k *kubeAPI) findNode(name string) (corev1.Node, bool) {
 }
 
 func (k *kubeAPI) getNode(w http.ResponseWriter, r *http.Request) {
+	node, ok := k.findNode(r.PathValue("name"))
+	if !ok {
+		writeStatus(w, http.StatusNotFound, "NotFound", fmt.Sprintf("nodes %q not found", r.PathValue("name")))
+
+		return
+	}
+
+	writeJSON(w, http.StatusOK, node)
+}
+
+// deleteNode answers `kubectl delete node`. The emulated Nodes are the cluster's configured nodes, so
+// a node whose machine was reset or deleted is gone already (404), and one that still runs is
+// registered again at once by its kubelet, as a real kubelet does: the answer is the deleted object
+// and nothing changes.
+func (k *kubeAPI) deleteNode(w http.ResponseWriter, r *http.Request) {
 	node, ok := k.findNode(r.PathValue("name"))
 	if !ok {
 		writeStatus(w, http.StatusNotFound, "NotFound", fmt.Sprintf("nodes %q not found", r.PathValue("name")))

@@ -205,7 +205,7 @@ func (k *kubeAPI) pod(kn kubeNode, name string, podLabels, annotations map[strin
 			Name: name, Namespace: "kube-system", UID: uid("pod", name), Labels: podLabels, Annotations: annotations,
 			OwnerReferences: []metav1.OwnerReference{owner}, ResourceVersion: "1",
 		},
-		Spec: corev1.PodSpec{NodeName: kn.hostname},
+		Spec: corev1.PodSpec{NodeName: kn.hostname, Containers: containers(kn, podLabels["k8s-app"])},
 		Status: corev1.PodStatus{
 			Phase:      phase,
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}},
@@ -215,6 +215,25 @@ func (k *kubeAPI) pod(kn kubeNode, name string, podLabels, annotations map[strin
 			}},
 		},
 	}
+}
+
+// containers is the one container of a Kubernetes component's pod, named after its k8s-app label as
+// Talos' manifests name it, on the Kubernetes version the node's kubelet runs (the emulator keeps
+// one version per node; Talos takes each component's image from the config). talosctl upgrade-k8s
+// detects the version it upgrades from by these (DetectLowestVersion).
+func containers(kn kubeNode, app string) []corev1.Container {
+	switch app {
+	case "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy":
+	default:
+		return nil
+	}
+
+	_, tag, ok := strings.Cut(kn.kubeletImage, ":")
+	if !ok {
+		return nil
+	}
+
+	return []corev1.Container{{Name: app, Image: "registry.k8s.io/" + app + ":" + tag}}
 }
 
 // placeCoreDNS keeps two CoreDNS replicas on schedulable nodes (workers first), moving a replica

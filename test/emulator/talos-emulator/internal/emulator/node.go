@@ -59,13 +59,16 @@ type Node struct {
 	nextVersion string
 	// image is the installer the node booted from (its schematic shows as an extension); nextImage
 	// the one an upgrade installed, booted next.
-	image       string
-	nextImage   string
-	bootID      string
-	cfg         config.Provider
-	staged      config.Provider
-	installed   bool
-	etcdData    bool
+	image     string
+	nextImage string
+	bootID    string
+	cfg       config.Provider
+	staged    config.Provider
+	installed bool
+	etcdData  bool
+	// leftEtcd: the node left etcd (`etcd leave`), which stops its etcd service for good: Talos
+	// starts it again only at the next boot, so the node does not rejoin before then.
+	leftEtcd    bool
 	recoverData []byte
 	faults      Faults
 	stage       runtime.MachineStage
@@ -158,6 +161,7 @@ type view struct {
 	phase        Phase
 	controlPlane bool
 	etcdData     bool
+	leftEtcd     bool
 	unhealthy    bool
 	kubeletImage string
 	version      string
@@ -167,7 +171,7 @@ func (n *Node) view() view {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 
-	v := view{node: n, addr: n.addr, phase: n.phase, etcdData: n.etcdData, unhealthy: n.faults.Unhealthy, version: n.version}
+	v := view{node: n, addr: n.addr, phase: n.phase, etcdData: n.etcdData, leftEtcd: n.leftEtcd, unhealthy: n.faults.Unhealthy, version: n.version}
 
 	if n.cfg != nil {
 		v.hostname = hostnameOf(n.cfg, n.addr)
@@ -296,6 +300,7 @@ func (n *Node) boot(gen uint64) error {
 	}
 
 	n.bootID = uuid.NewString()
+	n.leftEtcd = false
 	n.events = newEventLog()
 	n.services = newServiceTable()
 	n.resources = newResourceState()

@@ -72,6 +72,13 @@ func (n *Node) setEtcdData(v bool) {
 	n.mu.Unlock()
 }
 
+// setLeftEtcd records that the node left etcd with `etcd leave` (until its next boot).
+func (n *Node) setLeftEtcd() {
+	n.mu.Lock()
+	n.leftEtcd = true
+	n.mu.Unlock()
+}
+
 // installFromMaintenance takes the first config: the node installs and reboots into it.
 func (n *Node) installFromMaintenance(cfg config.Provider) error {
 	n.mu.Lock()
