@@ -627,6 +627,26 @@ describe("the engine tier: the lifecycle on five emulated Talos nodes", function
         ),
       );
       for (const wipe of wipes) assert.equal(wipe.code, 0, wipe.stderr);
+      // Both back from the reset's reboot with their etcd waiting for a quorum (on a loaded machine
+      // the reboot may still be under way when talosctl returns): what the operator sees before
+      // the restore.
+      for (const host of ["12", "13"]) {
+        await waitFor(
+          `${SUBNET}.${host} back, etcd Preparing`,
+          async () => {
+            const service = await spawnRunner(
+              emulatorTools.talosctl,
+              ["--talosconfig", talosconfig, "--nodes", `${SUBNET}.${host}`, "service", "etcd"],
+              { timeoutMs: 30_000 },
+            );
+            if (service.code !== 0 || !/STATE\s+Preparing/.test(service.stdout)) {
+              throw new Error(service.stderr || service.stdout);
+            }
+          },
+          180_000,
+          1_000,
+        );
+      }
 
       const run = await cli([
         "etcd",
