@@ -64,6 +64,8 @@ export interface DeployedCluster {
   readonly deployed: { readonly talosVersion: string; readonly kubernetesVersion: string };
   /** Secret: each node's generated machine config. */
   readonly machineConfigurations: Readonly<Record<string, string>>;
+  /** The installer the stack asks for (its schematic), by node name; what a schematic roll installs. */
+  readonly desiredInstallers: Readonly<Record<string, string>>;
   /** Secret. */
   readonly talosconfig: string;
   /** Secret: the admin kubeconfig, when the cluster was bootstrapped (rollout drains through it). */
@@ -144,6 +146,7 @@ const outputsSchema = z.object({
   kubeconfig: z.string().optional(),
   machineConfigurations: z.record(z.string(), z.string()).default({}),
   installerImages: z.record(z.string(), z.string()).default({}),
+  desiredInstallers: z.record(z.string(), z.string()).default({}),
   kubeletAddresses: z.record(z.string(), z.string()).default({}),
 });
 
@@ -205,6 +208,7 @@ export function deployedCluster(stack: StackCluster, outputs: OutputMap): Deploy
     nodes,
     deployed: { talosVersion: out.talosVersion, kubernetesVersion: out.kubernetesVersion },
     machineConfigurations: out.machineConfigurations,
+    desiredInstallers: out.desiredInstallers,
     talosconfig: out.talosconfig,
     ...(out.kubeconfig ? { kubeconfig: out.kubeconfig } : {}),
     undeployed,

@@ -1,5 +1,6 @@
 // `drift <env>`: for every node, what the stack says against what the node runs: the Talos version,
-// the kubelet's Kubernetes version, and the machine config (compared as data, see configCompare.ts).
+// the kubelet's Kubernetes version, the image schematic it booted (extensions, kernel arguments) and
+// the machine config (compared as data, see configCompare.ts).
 // Each difference is classified by what brings the node back in line: `staged` (the stack's config
 // waits for a reboot: rollout), `pending` (the stack file asks for versions the last up did not
 // deploy yet: up), `drift` (changed behind the program's back: up restores it). A table, then the
@@ -12,6 +13,7 @@ import { configDifferences } from "./configCompare";
 import { sameVersion } from "./gates";
 import { runDayTwo } from "./run";
 import type { TalosClient } from "./talosClient";
+import { imageSchematic } from "./talosctlOutput";
 
 /** One node's comparison. */
 interface NodeDrift {
@@ -20,6 +22,7 @@ interface NodeDrift {
   readonly status: "ok" | "staged" | "pending" | "drift" | "unreachable" | "not deployed";
   readonly talos: string;
   readonly kubernetes: string;
+  readonly schematic: string;
   readonly config: string;
   /** Paths at which the config differs. */
   readonly configPaths: readonly string[];
@@ -42,6 +45,27 @@ function versionCell(
   return { cell: `${got} (stack: ${want})`, status };
 }
 
+/**
+ * The schematic a node booted against the stack's (desiredInstallers) and the one the last up
+ * recorded (installerImages): the recorded one while the stack asks for a new one waits for up's
+ * schematic roll; any other is drift. A node not on an Image Factory image shows `-`.
+ */
+function schematicCell(
+  desired: string | undefined,
+  recorded: string | undefined,
+  got: string | undefined,
+): { cell: string; status: "ok" | "pending" | "drift" } {
+  const want = desired && imageSchematic(desired);
+  if (got === undefined || want === undefined)
+    return { cell: got ? short(got) : "-", status: "ok" };
+  if (got === want) return { cell: short(got), status: "ok" };
+  const status = recorded && imageSchematic(recorded) === got ? "pending" : "drift";
+  return { cell: `${short(got)} (stack: ${short(want)})`, status };
+}
+
+/** A schematic ID's first 12 characters, as the Image Factory shows it. */
+const short = (id: string) => id.slice(0, 12);
+
 /** The worst of some statuses: drift over pending over staged over ok. */
 const ORDER = ["ok", "staged", "pending", "drift"] as const;
 const worst = (statuses: readonly (typeof ORDER)[number][]) =>
@@ -62,6 +86,7 @@ async function compareNodes(client: TalosClient, cluster: DeployedCluster): Prom
         status: "unreachable",
         talos: "?",
         kubernetes: "?",
+        schematic: "?",
         config: "?",
         configPaths: [],
         error: errorReason(error),
@@ -69,6 +94,12 @@ async function compareNodes(client: TalosClient, cluster: DeployedCluster): Prom
       continue;
     }
     const errors: string[] = [];
+    let schematic: string | undefined;
+    try {
+      schematic = await client.schematic(node.address);
+    } catch (error) {
+      errors.push(`schematic: ${errorReason(error)}`);
+    }
     let kubelet: string | undefined;
     try {
       kubelet = await client.kubeletVersion(node.address);
@@ -98,13 +129,15 @@ async function compareNodes(client: TalosClient, cluster: DeployedCluster): Prom
     }
     const t = versionCell(want.talosVersion, cluster.deployed.talosVersion, talos);
     const k = versionCell(want.kubernetesVersion, cluster.deployed.kubernetesVersion, kubelet);
-    const status = worst([t.status, k.status, configStatus]);
+    const x = schematicCell(cluster.desiredInstallers[node.name], node.installerImage, schematic);
+    const status = worst([t.status, k.status, x.status, configStatus]);
     rows.push({
       name: node.name,
       role: node.role,
       status: status === "ok" && errors.length > 0 ? "unreachable" : status,
       talos: t.cell,
       kubernetes: k.cell,
+      schematic: x.cell,
       config,
       configPaths,
       ...(errors.length > 0 ? { error: errors.join("; ") } : {}),
@@ -117,6 +150,7 @@ async function compareNodes(client: TalosClient, cluster: DeployedCluster): Prom
       status: "not deployed",
       talos: "-",
       kubernetes: "-",
+      schematic: "-",
       config: "-",
       configPaths: [],
     });
@@ -126,8 +160,16 @@ async function compareNodes(client: TalosClient, cluster: DeployedCluster): Prom
 
 /** The table as printed, then the differing paths and errors per node. */
 function formatDrift(rows: readonly NodeDrift[]): string {
-  const header = ["NODE", "ROLE", "TALOS", "KUBERNETES", "CONFIG", "STATUS"];
-  const cells = rows.map((r) => [r.name, r.role, r.talos, r.kubernetes, r.config, r.status]);
+  const header = ["NODE", "ROLE", "TALOS", "KUBERNETES", "SCHEMATIC", "CONFIG", "STATUS"];
+  const cells = rows.map((r) => [
+    r.name,
+    r.role,
+    r.talos,
+    r.kubernetes,
+    r.schematic,
+    r.config,
+    r.status,
+  ]);
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
   const line = (values: string[]) =>
     values
@@ -174,7 +216,7 @@ export async function drift(ctx: CliContext, request: DriftCommand): Promise<Exi
       foreign.length > 0 &&
         `changed behind the program's back: ${foreign.join(", ")} (up restores the stack's config and versions)`,
       pending.length > 0 &&
-        `on the versions the last up deployed, not the stack file's: ${pending.join(", ")} (up converges them)`,
+        `on the versions or schematic the last up deployed, not the stack file's: ${pending.join(", ")} (up converges them)`,
       staged.length > 0 &&
         `the stack's config staged, waiting for a reboot: ${staged.join(", ")} (rollout)`,
       missing.length > 0 && `not deployed yet: ${missing.join(", ")} (up)`,

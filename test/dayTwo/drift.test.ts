@@ -55,8 +55,8 @@ describe("drift <env>", () => {
     const f = dayTwoFixture();
     assert.equal(await runCli(["drift", "staging"], f.ctx), ExitCode.ok, f.ctx.stderr.text);
     const lines = f.ctx.stdout.text.trimEnd().split("\n");
-    assert.match(lines[0], /^NODE +ROLE +TALOS +KUBERNETES +CONFIG +STATUS$/);
-    assert.match(lines[1], /^cp-1 +controlplane +v1\.13\.9 +1\.36\.3 +same +ok$/);
+    assert.match(lines[0], /^NODE +ROLE +TALOS +KUBERNETES +SCHEMATIC +CONFIG +STATUS$/);
+    assert.match(lines[1], /^cp-1 +controlplane +v1\.13\.9 +1\.36\.3 +ce4c980550dd +same +ok$/);
     assert.equal(lines.length, 7);
     assert.match(f.ctx.stderr.text, /drift staging: no drift; 6 nodes match Pulumi\.staging\.yaml/);
   });
@@ -72,10 +72,10 @@ describe("drift <env>", () => {
     const out = f.ctx.stdout.text;
     assert.match(
       out,
-      /^cp-2 +controlplane +v1\.13\.8 \(stack: v1\.13\.9\) +1\.36\.3 +same +drift$/m,
+      /^cp-2 +controlplane +v1\.13\.8 \(stack: v1\.13\.9\) +1\.36\.3 +\S+ +same +drift$/m,
     );
-    assert.match(out, /^w-1 +worker +v1\.13\.9 +1\.36\.2 \(stack: 1\.36\.3\) +same +drift$/m);
-    assert.match(out, /^w-3 +worker +v1\.13\.9 +1\.36\.3 +1 path differs +drift$/m);
+    assert.match(out, /^w-1 +worker +v1\.13\.9 +1\.36\.2 \(stack: 1\.36\.3\) +\S+ +same +drift$/m);
+    assert.match(out, /^w-3 +worker +v1\.13\.9 +1\.36\.3 +\S+ +1 path differs +drift$/m);
     assert.match(out, /^w-3 config differs at:\n {2}v1alpha1: machine\.install\.disk$/m);
     assert.ok(!out.includes("secret-machine-token"), "config values are never printed");
     assert.match(
@@ -98,11 +98,11 @@ describe("drift <env>", () => {
     const out = f.ctx.stdout.text;
     assert.match(
       out,
-      /^cp-1 +controlplane +v1\.13\.9 +1\.36\.3 \(stack: 1\.37\.1\) +same +pending$/m,
+      /^cp-1 +controlplane +v1\.13\.9 +1\.36\.3 \(stack: 1\.37\.1\) +\S+ +same +pending$/m,
     );
     assert.match(
       out,
-      /^w-1 +worker +v1\.13\.9 +1\.36\.3 \(stack: 1\.37\.1\) +1 path differs \(staged\) +pending$/m,
+      /^w-1 +worker +v1\.13\.9 +1\.36\.3 \(stack: 1\.37\.1\) +\S+ +1 path differs \(staged\) +pending$/m,
     );
     assert.match(out, /^w-2 +worker .* +1 path differs +drift$/m);
     const summary = f.ctx.stderr.text;
@@ -126,6 +126,30 @@ describe("drift <env>", () => {
     );
   });
 
+  it("tells a schematic up has yet to roll from one changed behind the program's back", async () => {
+    const NEW = "b".repeat(64);
+    const f = dayTwoFixture();
+    f.ctx.workspaces.outputs = {
+      ...f.ctx.workspaces.outputs,
+      desiredInstallers: {
+        value: Object.fromEntries(
+          NODES.map((n) => [n.name, `factory.talos.dev/nocloud-installer/${NEW}:v1.13.9`]),
+        ),
+        secret: false,
+      },
+    };
+    f.talos.byName("cp-1").schematic = NEW;
+    f.talos.byName("w-2").schematic = "c".repeat(64);
+    assert.equal(await runCli(["drift", "staging"], f.ctx), ExitCode.drift);
+    const out = f.ctx.stdout.text;
+    assert.match(out, /^cp-1 +controlplane +v1\.13\.9 +1\.36\.3 +bbbbbbbbbbbb +same +ok$/m);
+    assert.match(
+      out,
+      /^cp-2 +controlplane +v1\.13\.9 +1\.36\.3 +ce4c980550dd \(stack: bbbbbbbbbbbb\) +same +pending$/m,
+    );
+    assert.match(out, /^w-2 +worker +.* +cccccccccccc \(stack: bbbbbbbbbbbb\) +same +drift$/m);
+  });
+
   it("compares against the stack file's versions, not the last deployed ones", async () => {
     const f = dayTwoFixture({ stack: stackYaml("v1.14.1", "1.36.3") });
     assert.equal(await runCli(["drift", "staging"], f.ctx), ExitCode.drift);
@@ -136,7 +160,7 @@ describe("drift <env>", () => {
     const f = dayTwoFixture();
     f.talos.byName("w-2").up = false;
     assert.equal(await runCli(["drift", "staging"], f.ctx), ExitCode.failed);
-    assert.match(f.ctx.stdout.text, /^w-2 +worker +\? +\? +\? +unreachable$/m);
+    assert.match(f.ctx.stdout.text, /^w-2 +worker +\? +\? +\? +\? +unreachable$/m);
     assert.match(f.ctx.stdout.text, /^w-2: rpc error: code = Unavailable/m);
   });
 
@@ -147,7 +171,7 @@ describe("drift <env>", () => {
       outputs: foundationOutputs(),
     });
     assert.equal(await runCli(["drift", "staging"], f.ctx), ExitCode.drift);
-    assert.match(f.ctx.stdout.text, /^w-4 +worker +- +- +- +not deployed$/m);
+    assert.match(f.ctx.stdout.text, /^w-4 +worker +- +- +- +- +not deployed$/m);
   });
 
   it("writes the talosconfig to a 0600 temp file for talosctl and removes it afterwards", async () => {
