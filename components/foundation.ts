@@ -90,7 +90,8 @@ function staticAddress(node: NodeSpec): string | undefined {
  * file is invalid or asks for a change only the sequenced `platform up` may make.
  */
 export async function foundation(): Promise<FoundationOutputs> {
-  const { spec, secrets } = loadPlatformConfig();
+  const { spec, secrets, warnings } = loadPlatformConfig();
+  for (const warning of warnings) void pulumi.log.warn(warning);
   const { services } = spec;
   const flux = services.flux;
   const stackFile = `Pulumi.${pulumi.getStack()}.yaml`;

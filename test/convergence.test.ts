@@ -146,7 +146,10 @@ describe("one owner: what a run may change on a running cluster", () => {
     it("keeps each existing node on the installer it runs; only new nodes install the stack's", async () => {
       const { recorder, resolved, warnings } = await run(
         asking(
-          (c) => (c.talosVersion = "v1.14.1"),
+          (c) => {
+            c.talosVersion = "v1.14.1";
+            c.configContract = "v1.13.9";
+          },
           (list) =>
             list.push({
               name: "w-1",
@@ -174,7 +177,10 @@ describe("one owner: what a run may change on a running cluster", () => {
     it("gives a node the installer the CLI's roll upgraded it to", async () => {
       const upgraded = INSTALLER_1_13_9("b".repeat(64)).replace("v1.13.9", "v1.14.1");
       const { resolved } = await run(
-        asking((c) => (c.talosVersion = "v1.14.1")),
+        asking((c) => {
+          c.talosVersion = "v1.14.1";
+          c.configContract = "v1.13.9";
+        }),
         deployed(),
         {
           installers: { "cp-1": upgraded },
@@ -187,13 +193,31 @@ describe("one owner: what a run may change on a running cluster", () => {
     it("never generates configs for a newer contract than the Talos the nodes run", async () => {
       const { recorder, resolved } = await run(
         asking((c) => {
-          c.talosVersion = "v1.14.1";
-          c.configContract = "v1.14.1";
+          c.talosVersion = "v1.13.9";
+          c.configContract = "v1.13.9";
         }),
-        deployed(),
+        deployed({ talosVersion: "v1.12.4" }),
       );
-      assert.ok(configs(recorder).every((i) => i.inputs.talosVersion === "v1.13.9"));
-      assert.equal(resolved.configContract, "v1.13.9");
+      assert.ok(configs(recorder).every((i) => i.inputs.talosVersion === "v1.12.4"));
+      assert.equal(resolved.configContract, "v1.12.4");
+    });
+
+    it("refuses a config contract the provider's generator does not know, naming cluster.configContract", async () => {
+      await assert.rejects(
+        run(
+          asking((c) => {
+            c.talosVersion = "v1.14.1";
+            c.configContract = "v1.14.1";
+          }),
+          deployed({ talosVersion: "v1.14.1" }),
+        ),
+        (error: unknown) =>
+          error instanceof StackConfigError &&
+          error.problems.length === 1 &&
+          error.problems[0].startsWith(
+            "cluster.configContract: Talos 1.14's config contract is not one the Talos provider's config generator knows",
+          ),
+      );
     });
 
     it("generates for the stack file's versions on a cluster's first up", async () => {

@@ -264,7 +264,9 @@ export class FakeTalos implements TalosClient {
       if (left > 1) this.promotions.set(name, left - 1);
       else {
         this.promotions.delete(name);
-        for (const m of this.members) if (m.hostname === name) m.learner = false;
+        this.members = this.members.map((m) =>
+          m.hostname === name ? { ...m, learner: false } : m,
+        );
       }
     }
     if (this.recovered && this.listingsSinceRecover++ < this.rejoinAfter) {
