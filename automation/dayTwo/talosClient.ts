@@ -100,8 +100,19 @@ export interface TalosClient {
   etcdLeave(node: string): Promise<void>;
   /** Removes a member that cannot leave by itself (its node is gone), through another control plane. */
   etcdRemoveMember(via: string, memberId: string): Promise<void>;
-  /** Wipes a control plane's EPHEMERAL partition (etcd data) and reboots it; machine config and secrets stay. */
-  wipeEphemeral(node: string): Promise<void>;
+  /**
+   * How the node keeps etcd's data: the type of its `ETCD` volume (`VolumeStatus ETCD`): `partition`
+   * for a dedicated partition (Talos 1.14 `VolumeConfig` ETCD with `provisioning`), which wiping
+   * EPHEMERAL leaves intact; `directory` under EPHEMERAL (the default); undefined when the node has
+   * no ETCD volume status.
+   */
+  etcdVolume(node: string): Promise<string | undefined>;
+  /**
+   * Wipes system volumes of a control plane by label (`EPHEMERAL`, `ETCD`: etcd's data) and reboots
+   * it (`talosctl reset --graceful=false --reboot --system-labels-to-wipe=…`); its STATE, so its
+   * machine config and the cluster's secrets, stays.
+   */
+  wipeVolumes(node: string, labels: readonly string[]): Promise<void>;
   /** Bootstraps etcd on one control plane from a snapshot (disaster recovery). */
   bootstrapRecover(node: string, snapshot: string, skipHashCheck: boolean): Promise<void>;
 }

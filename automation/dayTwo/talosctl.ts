@@ -19,6 +19,7 @@ import {
   parseMachineConfig,
   parseServerVersion,
   parseServiceStatus,
+  parseVolumeType,
 } from "./talosctlOutput";
 import { type CommandRunner, Tool } from "./toolRunner";
 
@@ -249,11 +250,31 @@ export class TalosctlClient implements TalosClient {
     });
   }
 
-  async wipeEphemeral(node: string): Promise<void> {
+  async etcdVolume(node: string): Promise<string | undefined> {
+    const output = await this.getResource(node, "volumestatus", "ETCD");
+    return output === undefined ? undefined : parseVolumeType(output);
+  }
+
+  async wipeVolumes(node: string, labels: readonly string[]): Promise<void> {
     await this.exec(
-      ["reset", "--graceful=false", "--reboot", "--system-labels-to-wipe=EPHEMERAL"],
+      ["reset", "--graceful=false", "--reboot", `--system-labels-to-wipe=${labels.join(",")}`],
       { node, timeoutMs: TALOSCTL_TIMEOUTS.reset, stream: true },
     );
+  }
+
+  /**
+   * `talosctl get <type> <id> --output yaml`, or undefined when the node has no such resource, or
+   * its Talos no such resource type: talosctl then fails with gRPC's NotFound (the server's "doesn't
+   * exist", or its own "is not registered" for a type the node's Talos does not define).
+   */
+  private async getResource(node: string, type: string, id: string): Promise<string | undefined> {
+    const call = { node, timeoutMs: TALOSCTL_TIMEOUTS.query };
+    const { args, shown } = this.command(["get", type, id, "--output", "yaml"], call);
+    const toolCall = { timeoutMs: call.timeoutMs, shown, fix: "Fix the cause and rerun" };
+    const result = await this.tool.start(args, toolCall);
+    if (result.code === 0 && !result.timedOut) return result.stdout;
+    if (!result.timedOut && /code = NotFound/.test(result.stderr)) return undefined;
+    throw this.tool.failure(result, toolCall);
   }
 
   async bootstrapRecover(node: string, snapshot: string, skipHashCheck: boolean): Promise<void> {

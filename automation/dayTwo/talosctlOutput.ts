@@ -178,6 +178,18 @@ export function parseMachineConfig(output: string): string {
   );
 }
 
+/**
+ * The `type` of a volume from `talosctl get volumestatus <id> -o yaml` (`partition`, `directory`, …:
+ * Talos' VolumeType names, `VolumeStatusSpec.type`).
+ */
+export function parseVolumeType(output: string): string {
+  for (const resource of resources("get volumestatus", output)) {
+    const type = (resource.spec as { type?: unknown } | undefined)?.type;
+    if (typeof type === "string" && type !== "") return type;
+  }
+  throw new TalosctlOutputError("get volumestatus", "a resource with spec.type", output);
+}
+
 /** An image reference split into its parts: `repo/name`, the tag and the digest (each optional). */
 function splitImage(image: string): { name: string; tag?: string; digest?: string } {
   const at = image.indexOf("@");

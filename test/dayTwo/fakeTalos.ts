@@ -25,6 +25,8 @@ export interface FakeNode {
   config: string;
   up: boolean;
   etcd?: ServiceStatus;
+  /** The type of its ETCD volume: `directory` under EPHEMERAL (default) or a dedicated `partition`. */
+  etcdVolume?: string;
 }
 
 /** What an upgrade of a node does. */
@@ -354,10 +356,37 @@ export class FakeTalos implements TalosClient {
     this.members = this.members.filter((m) => m.id !== memberId);
   }
 
-  async wipeEphemeral(node: string): Promise<void> {
+  async etcdVolume(node: string): Promise<string | undefined> {
+    const n = this.reach(node);
+    this.log.push(`volume ETCD ${n.name}`);
+    return n.etcdVolume ?? "directory";
+  }
+
+  /** The labels of every wipe, by node name. */
+  readonly wiped = new Map<string, readonly string[]>();
+
+  async wipeVolumes(node: string, labels: readonly string[]): Promise<void> {
     const n = this.reach(node);
     this.log.push(`wipe ${n.name}`);
-    n.etcd = { state: "Preparing", health: "?" };
+    this.wiped.set(n.name, labels);
+    this.wipeEtcdData(n, labels);
+  }
+
+  /**
+   * What a reset does to etcd, as Talos' reset handler and etcd service do: a directory-backed ETCD
+   * label alone is refused (it lives on EPHEMERAL); etcd starts empty, waiting for a bootstrap, only
+   * when the volume holding its data was wiped.
+   */
+  protected wipeEtcdData(n: FakeNode, labels: readonly string[]): boolean {
+    const dedicated = n.etcdVolume === "partition";
+    if (!dedicated && labels.includes("ETCD") && !labels.includes("EPHEMERAL")) {
+      throw new Error(
+        'failed to reset: volume "ETCD" resides on volume "EPHEMERAL", and therefore "ETCD" cannot be wiped without wiping "EPHEMERAL"',
+      );
+    }
+    const empty = labels.includes(dedicated ? "ETCD" : "EPHEMERAL");
+    if (empty) n.etcd = { state: "Preparing", health: "?" };
+    return empty;
   }
 
   async bootstrapRecover(node: string, snapshot: string, skipHashCheck: boolean): Promise<void> {

@@ -376,9 +376,11 @@ export function fakeTalosctl(fake: FakeTalos): { run: CommandRunner; calls: Talo
       case "reboot":
         await fake.reboot(node, seconds(flag(args, "--timeout")));
         return replay(name, args);
-      case "reset":
-        await fake.wipeEphemeral(node);
+      case "reset": {
+        const labels = args.find((arg) => arg.startsWith("--system-labels-to-wipe="))!;
+        await fake.wipeVolumes(node, labels.split("=")[1].split(","));
         return replay(name, args);
+      }
       case "etcd-leave":
         await fake.etcdLeave(node);
         return replay(name, args);

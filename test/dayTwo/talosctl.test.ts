@@ -228,7 +228,7 @@ describe("TalosctlClient: the talosctl command lines", () => {
     await client.service("192.0.2.11", "etcd");
     await client.etcdLeave("192.0.2.12");
     await client.etcdRemoveMember("192.0.2.11", "3a1b2c3d4e5f6072");
-    await client.wipeEphemeral("192.0.2.12");
+    await client.wipeVolumes("192.0.2.12", ["EPHEMERAL", "ETCD"]);
     await client.bootstrapRecover("192.0.2.11", "/s/db.snapshot", false);
     await client.bootstrapRecover("192.0.2.11", "/s/db", true);
     await client.stagedConfig("192.0.2.21");
@@ -267,7 +267,7 @@ describe("TalosctlClient: the talosctl command lines", () => {
           "reset",
           "--graceful=false",
           "--reboot",
-          "--system-labels-to-wipe=EPHEMERAL",
+          "--system-labels-to-wipe=EPHEMERAL,ETCD",
           ...node("192.0.2.12"),
         ],
         ["bootstrap", "--recover-from=/s/db.snapshot", ...node("192.0.2.11")],

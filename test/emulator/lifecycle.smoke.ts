@@ -249,7 +249,7 @@ describe("Talos emulator with talosctl and the project's talosctl client", funct
   });
 
   it("recovers etcd from the snapshot after every control plane lost its data", async () => {
-    await Promise.all(cps.map((cp) => talos.wipeEphemeral(cp)));
+    await Promise.all(cps.map((cp) => talos.wipeVolumes(cp, ["EPHEMERAL"])));
     for (const cp of cps) {
       await waitFor(`etcd waiting for a bootstrap on ${cp}`, async () => {
         const etcd = await talos.service(cp, "etcd");

@@ -340,7 +340,7 @@ describe("talosctl recordings (test/fixtures/talosctl)", function () {
       ["service-etcd", () => client.service(w3, "etcd")],
       ["upgrade", () => client.upgrade(w3, UPGRADE_IMAGE, 60_000)],
       ["reboot", () => client.reboot(w3, 60_000)],
-      ["reset", () => client.wipeEphemeral(w3)],
+      ["reset", () => client.wipeVolumes(w3, ["EPHEMERAL"])],
     ];
     for (const [name, call] of unreachable)
       await record(`${name}-unreachable`, down, call, { fails: true });
@@ -379,8 +379,8 @@ describe("talosctl recordings (test/fixtures/talosctl)", function () {
     await record("etcd-remove-member", "cp-2's member removed through cp-1", () =>
       client.etcdRemoveMember(cps[0], cp2.id),
     );
-    await record("reset", "cp-1's EPHEMERAL wiped", () => client.wipeEphemeral(cps[0]));
-    await Promise.all(cps.slice(1).map((cp) => client.wipeEphemeral(cp)));
+    await record("reset", "cp-1's EPHEMERAL wiped", () => client.wipeVolumes(cps[0], ["EPHEMERAL"]));
+    await Promise.all(cps.slice(1).map((cp) => client.wipeVolumes(cp, ["EPHEMERAL"])));
     await waitFor("etcd on cp-1 waiting for a bootstrap", async () => {
       if ((await client.service(cps[0], "etcd")).state !== "Preparing") throw new Error("not yet");
     });
