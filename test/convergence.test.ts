@@ -13,7 +13,7 @@ import {
   lastDeployment,
 } from "../components/talos/convergence";
 import { clone, proxmoxCluster } from "./fixtures";
-import { runFoundation, type StackValues } from "./harness";
+import { isSecret, runFoundation, type StackValues } from "./harness";
 import { Recorder } from "./mocks";
 
 const OWN_STACK = "organization/talos-platform/test";
@@ -316,6 +316,38 @@ describe("one owner: what a run may change on a running cluster", () => {
       );
       assert.deepEqual(plan.refusals, []);
       assert.deepEqual([...plan.registered], ["cp-1", "w-1"]);
+    });
+  });
+
+  describe("boot records", () => {
+    it("exports what the CLI read of each node's boot over the last outputs' records, for the stack's nodes only, as a secret", async () => {
+      const { outputs, resolved } = await run(
+        asking(() => undefined),
+        deployed({
+          bootRecords: {
+            "cp-1": { bootId: "boot-1", fields: { "v1alpha1 cluster.etcd": "aa" } },
+            "cp-2": { bootId: "boot-2", fields: {} },
+            "cp-9": { bootId: "boot-9", fields: {} },
+          },
+        }),
+        {
+          bootRecords: { "cp-2": { bootId: "boot-2b", fields: { "v1alpha1 cluster.etcd": "bb" } } },
+        },
+      );
+      assert.deepEqual(resolved.bootRecords, {
+        "cp-1": { bootId: "boot-1", fields: { "v1alpha1 cluster.etcd": "aa" } },
+        "cp-2": { bootId: "boot-2b", fields: { "v1alpha1 cluster.etcd": "bb" } },
+      });
+      assert.equal(await isSecret(outputs.bootRecords), true);
+    });
+
+    it("keeps the last records on a bare pulumi up, which reads no boot", async () => {
+      const records = { "cp-3": { bootId: "boot-3", fields: { EnvironmentConfig: "cc" } } };
+      const { resolved } = await run(
+        asking(() => undefined),
+        deployed({ bootRecords: records }),
+      );
+      assert.deepEqual(resolved.bootRecords, records);
     });
   });
 });

@@ -6,6 +6,11 @@
 import type { OutputMap } from "@pulumi/pulumi/automation";
 import * as path from "node:path";
 import { z } from "zod";
+import {
+  BOOT_RECORDS_OUTPUT,
+  type BootRecord,
+  bootRecordsOf,
+} from "../../components/talos/bootRecords";
 import type { CliContext } from "../context";
 import { UserError } from "../errors";
 import { readStackFile, requireEnvironment, resolveLayer } from "../layers";
@@ -62,6 +67,8 @@ export interface DeployedCluster {
   readonly deployed: { readonly talosVersion: string; readonly kubernetesVersion: string };
   /** Secret: each node's generated machine config. */
   readonly machineConfigurations: Readonly<Record<string, string>>;
+  /** Secret: what each node booted with, as the last `platform up` read it (bootRecords.ts). */
+  readonly bootRecords: Readonly<Record<string, BootRecord>>;
   /** Secret. */
   readonly talosconfig: string;
   /** Secret: the admin kubeconfig, when the cluster was bootstrapped (rollout drains through it). */
@@ -138,6 +145,8 @@ const outputsSchema = z.object({
   machineConfigurations: z.record(z.string(), z.string()).default({}),
   installerImages: z.record(z.string(), z.string()).default({}),
   kubeletAddresses: z.record(z.string(), z.string()).default({}),
+  // Stacks deployed before the records existed have none.
+  [BOOT_RECORDS_OUTPUT]: z.unknown().optional(),
 });
 
 /** Joins the stack file with the outputs; fails with the missing outputs when the stack was never deployed. */
@@ -198,6 +207,7 @@ export function deployedCluster(stack: StackCluster, outputs: OutputMap): Deploy
     nodes,
     deployed: { talosVersion: out.talosVersion, kubernetesVersion: out.kubernetesVersion },
     machineConfigurations: out.machineConfigurations,
+    bootRecords: bootRecordsOf(out[BOOT_RECORDS_OUTPUT]),
     talosconfig: out.talosconfig,
     ...(out.kubeconfig ? { kubeconfig: out.kubeconfig } : {}),
     undeployed,

@@ -1,15 +1,18 @@
 // `drift <env>`: for every node, what the stack says against what the node runs: the Talos version,
 // the kubelet's Kubernetes version, and the machine config (compared as data, see configCompare.ts).
 // Each difference is classified by what brings the node back in line: `staged` (the stack's config
-// waits for a reboot: rollout), `pending` (the stack file asks for versions the last up did not
-// deploy yet: up), `drift` (changed behind the program's back: up restores it). A table, then the
-// paths that differ; exit 6 on any difference so a scheduled job can alert on it.
+// waits for a reboot: rollout), `reboot` (the stack's config runs, but boot-time fields of it wait
+// for a reboot, as Talos 1.14 applies every change at once: rollout; `reboot?` when what the node
+// booted was not recorded, rebootState.ts), `pending` (the stack file asks for versions the last up
+// did not deploy yet: up), `drift` (changed behind the program's back: up restores it). A table,
+// then the paths that differ; exit 6 on any difference so a scheduled job can alert on it.
 import * as path from "node:path";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, errorReason } from "../errors";
 import type { DeployedCluster } from "./cluster";
 import { configDifferences } from "./configCompare";
 import { sameVersion } from "./gates";
+import { rebootState } from "./rebootState";
 import { runDayTwo } from "./run";
 import type { TalosClient } from "./talosClient";
 
@@ -17,12 +20,15 @@ import type { TalosClient } from "./talosClient";
 interface NodeDrift {
   readonly name: string;
   readonly role: string;
-  readonly status: "ok" | "staged" | "pending" | "drift" | "unreachable" | "not deployed";
+  readonly status:
+    "ok" | "staged" | "reboot" | "reboot?" | "pending" | "drift" | "unreachable" | "not deployed";
   readonly talos: string;
   readonly kubernetes: string;
   readonly config: string;
   /** Paths at which the config differs. */
   readonly configPaths: readonly string[];
+  /** What waits for a reboot of a node that runs the stack's config (boot-time fields, or why unknown). */
+  readonly rebootWaits: readonly string[];
   readonly error?: string;
 }
 
@@ -42,8 +48,8 @@ function versionCell(
   return { cell: `${got} (stack: ${want})`, status };
 }
 
-/** The worst of some statuses: drift over pending over staged over ok. */
-const ORDER = ["ok", "staged", "pending", "drift"] as const;
+/** The worst of some statuses: drift over pending over a reboot's wait over ok. */
+const ORDER = ["ok", "reboot?", "reboot", "staged", "pending", "drift"] as const;
 const worst = (statuses: readonly (typeof ORDER)[number][]) =>
   ORDER[Math.max(...statuses.map((s) => ORDER.indexOf(s)))];
 
@@ -64,6 +70,7 @@ async function compareNodes(client: TalosClient, cluster: DeployedCluster): Prom
         kubernetes: "?",
         config: "?",
         configPaths: [],
+        rebootWaits: [],
         error: errorReason(error),
       });
       continue;
@@ -76,22 +83,34 @@ async function compareNodes(client: TalosClient, cluster: DeployedCluster): Prom
       errors.push(`kubelet: ${errorReason(error)}`);
     }
     let configPaths: string[] = [];
+    let rebootWaits: readonly string[] = [];
     let config = "?";
-    let configStatus: "ok" | "staged" | "drift" = "ok";
+    let configStatus: "ok" | "staged" | "reboot" | "reboot?" | "drift" = "ok";
     const expected = cluster.machineConfigurations[node.name];
     if (expected === undefined) {
       config = "no generated config in the outputs";
     } else {
       try {
-        configPaths = configDifferences(expected, await client.machineConfig(node.address));
+        const reboot = await rebootState(client, node.address, cluster.bootRecords[node.name]);
+        configPaths = configDifferences(expected, reboot.running);
         if (configPaths.length > 0) {
-          const staged = configDifferences(expected, await client.stagedConfig(node.address));
-          configStatus = staged.length === 0 ? "staged" : "drift";
+          const staged = configDifferences(expected, reboot.nextBoot);
+          configStatus = reboot.state.kind === "staged" && staged.length === 0 ? "staged" : "drift";
+        } else if (reboot.state.kind === "bootTime") {
+          configStatus = "reboot";
+          rebootWaits = reboot.state.fields.map((field) => `boot-time ${field}`);
+        } else if (reboot.state.kind === "unknown") {
+          configStatus = "reboot?";
+          rebootWaits = [`may: ${reboot.state.reason}`];
         }
         config =
-          configPaths.length === 0
-            ? "same"
-            : `${configPaths.length} ${configPaths.length === 1 ? "path differs" : "paths differ"}${configStatus === "staged" ? " (staged)" : ""}`;
+          configPaths.length > 0
+            ? `${configPaths.length} ${configPaths.length === 1 ? "path differs" : "paths differ"}${configStatus === "staged" ? " (staged)" : ""}`
+            : configStatus === "reboot"
+              ? `same (${rebootWaits.length} boot-time)`
+              : configStatus === "reboot?"
+                ? "same (booted ?)"
+                : "same";
       } catch (error) {
         errors.push(`config: ${errorReason(error)}`);
       }
@@ -107,6 +126,7 @@ async function compareNodes(client: TalosClient, cluster: DeployedCluster): Prom
       kubernetes: k.cell,
       config,
       configPaths,
+      rebootWaits,
       ...(errors.length > 0 ? { error: errors.join("; ") } : {}),
     });
   }
@@ -119,6 +139,7 @@ async function compareNodes(client: TalosClient, cluster: DeployedCluster): Prom
       kubernetes: "-",
       config: "-",
       configPaths: [],
+      rebootWaits: [],
     });
   }
   return rows;
@@ -141,6 +162,10 @@ function formatDrift(rows: readonly NodeDrift[]): string {
       for (const p of row.configPaths.slice(0, MAX_PATHS)) lines.push(`  ${p}`);
       if (row.configPaths.length > MAX_PATHS)
         lines.push(`  … and ${row.configPaths.length - MAX_PATHS} more`);
+    }
+    if (row.rebootWaits.length > 0) {
+      lines.push(`${row.name} waits for a reboot:`);
+      for (const wait of row.rebootWaits) lines.push(`  ${wait}`);
     }
     if (row.error) lines.push(`${row.name}: ${row.error}`);
   }
@@ -165,10 +190,16 @@ export async function drift(ctx: CliContext, request: DriftCommand): Promise<Exi
   const file = path.basename(cluster.stack.file);
   const names = (status: NodeDrift["status"]) =>
     rows.filter((r) => r.status === status).map((r) => r.name);
-  const [foreign, pending, staged, missing] = (
-    ["drift", "pending", "staged", "not deployed"] as const
+  const [foreign, pending, staged, reboot, unknown, missing] = (
+    ["drift", "pending", "staged", "reboot", "reboot?", "not deployed"] as const
   ).map(names);
-  const differing = foreign.length + pending.length + staged.length + missing.length;
+  const differing =
+    foreign.length +
+    pending.length +
+    staged.length +
+    reboot.length +
+    unknown.length +
+    missing.length;
   if (differing > 0) {
     const classes = [
       foreign.length > 0 &&
@@ -177,6 +208,10 @@ export async function drift(ctx: CliContext, request: DriftCommand): Promise<Exi
         `on the versions the last up deployed, not the stack file's: ${pending.join(", ")} (up converges them)`,
       staged.length > 0 &&
         `the stack's config staged, waiting for a reboot: ${staged.join(", ")} (rollout)`,
+      reboot.length > 0 &&
+        `the stack's config applied, its boot-time fields waiting for a reboot: ${reboot.join(", ")} (rollout)`,
+      unknown.length > 0 &&
+        `the stack's config applied since they booted, what they booted not recorded (they may wait for a reboot): ${unknown.join(", ")} (rollout reboots them)`,
       missing.length > 0 && `not deployed yet: ${missing.join(", ")} (up)`,
     ].filter((line): line is string => typeof line === "string");
     ctx.stderr.write(

@@ -1,12 +1,14 @@
-// `rollout <env>`: reboots the nodes whose config `up` staged (a change that needs a reboot, applied
-// with staged_if_needing_reboot), so no `up` ever reboots a node itself. It is the upgrade roll's
-// procedure with a reboot instead of an upgrade: the cluster must be healthy first; control planes
-// one at a time, each only while etcd keeps quorum without it; then workers, at most
-// cluster.rollout.maxUnavailableWorkers at once; after each node (or batch) the node must answer
-// again, run the staged config, and the cluster must be healthy before anything else is touched.
+// `rollout <env>`: reboots the nodes whose config waits for a reboot, so no `up` ever reboots a node
+// itself: a config `up` staged (Talos 1.13's staged_if_needing_reboot), or, on Talos 1.14, which
+// applies every change at once, one whose boot-time fields differ from those the node booted with
+// (rebootState.ts). It is the upgrade roll's procedure with a reboot instead of an upgrade: the
+// cluster must be healthy first; control planes one at a time, each only while etcd keeps quorum
+// without it; then workers, at most cluster.rollout.maxUnavailableWorkers at once; after each node
+// (or batch) the node must answer again, run the config it was to boot, and the cluster must be
+// healthy before anything else is touched.
 // Unless --no-drain, each node (every node of a batch) is cordoned and drained with kubectl before
 // its reboot (Talos' reboot sequence stops pods without evicting them), and uncordoned once it is back
-// on its staged config and its Kubernetes node reports Ready, as talosctl's own reboot and upgrade do
+// on its config and its Kubernetes node reports Ready, as talosctl's own reboot and upgrade do
 // (uncordonNodes: WaitForNodeReady, then Uncordon); only then the cluster health gate, since Talos'
 // health check fails while any node is unschedulable ("all k8s nodes to report schedulable").
 import type { CliContext } from "../context";
@@ -23,6 +25,7 @@ import {
   type RolloutTimeouts,
 } from "./options";
 import { type DayTwoSession, runDayTwo } from "./run";
+import { type RebootState, rebootState } from "./rebootState";
 import type { TalosClient } from "./talosClient";
 import { rollBatches, workerBatchSize } from "./batches";
 
@@ -31,7 +34,7 @@ interface RolloutRequest {
   readonly env: string;
   /** Workers rebooted at once; at most the stack's cluster.rollout.maxUnavailableWorkers. */
   readonly maxUnavailable?: number;
-  /** List the nodes with a staged change (and where they differ) without rebooting any. */
+  /** List the nodes whose config waits for a reboot (and what waits) without rebooting any. */
   readonly dryRun: boolean;
   readonly installCli: boolean;
   /** Cordon and drain each node before its reboot, uncordon it after (default true). */
@@ -41,36 +44,62 @@ interface RolloutRequest {
   readonly timeouts?: Partial<RolloutTimeouts>;
 }
 
-/** A node whose staged config differs from the one it runs. */
+/** A node whose config waits for a reboot. */
 interface PendingNode {
   readonly node: ClusterNode;
-  /** Where the configs differ (paths only: configs hold keys). */
+  readonly state: Exclude<RebootState, { kind: "none" }>;
+  /** What waits (paths or field names only: configs hold keys). */
   readonly differences: readonly string[];
-  /** Where the staged config differs from the one the stack generated (empty: it is the stack's). */
+  /** The config its reboot loads (a secret). */
+  readonly nextBoot: string;
+  /** Where that config differs from the one the stack generated (empty: it is the stack's). */
   readonly notTheStacks: readonly string[];
 }
 
+/** What waits, as listed: a staged config's paths, the boot-time fields, or why it cannot be told. */
+function waiting(state: PendingNode["state"]): readonly string[] {
+  switch (state.kind) {
+    case "staged":
+      return state.paths.map((d) =>
+        d
+          .replace("(only in the stack)", "(only in the staged config)")
+          .replace("(only on the node)", "(only in the running config)"),
+      );
+    case "bootTime":
+      return state.fields.map((field) => `boot-time ${field}`);
+    case "unknown":
+      return [`may need one: ${state.reason}`];
+    default: {
+      const unhandled: never = state;
+      throw new Error(`unhandled reboot state ${JSON.stringify(unhandled)}`);
+    }
+  }
+}
+
+/** How a node's wait is named in the summary line. */
+const KIND_WORDS = { staged: "staged", bootTime: "boot-time fields", unknown: "unknown" } as const;
+
 /**
- * Nodes whose staged config differs from the running one, in stack order, each compared with the
- * config the stack generated for it (the outputs' machineConfigurations).
+ * Nodes whose config waits for a reboot, in stack order, each compared with the config the stack
+ * generated for it (the outputs' machineConfigurations). A node whose state cannot be told is
+ * rolled too: a gated reboot is what makes it known, and a change left for the next unplanned
+ * reboot is what rollout is there to prevent.
  */
 async function pendingNodes(talos: TalosClient, cluster: DeployedCluster): Promise<PendingNode[]> {
   const pending: PendingNode[] = [];
   for (const node of cluster.nodes) {
-    const staged = await talos.stagedConfig(node.address);
-    const generated = cluster.machineConfigurations[node.name];
-    const differences = configDifferences(staged, await talos.machineConfig(node.address)).map(
-      (d) =>
-        d
-          .replace("(only in the stack)", "(only in the staged config)")
-          .replace("(only on the node)", "(only in the running config)"),
+    const { state, nextBoot } = await rebootState(
+      talos,
+      node.address,
+      cluster.bootRecords[node.name],
     );
-    if (differences.length === 0) continue;
+    if (state.kind === "none") continue;
+    const generated = cluster.machineConfigurations[node.name];
     const notTheStacks =
       generated === undefined
         ? ["(the outputs hold no generated config for it)"]
-        : configDifferences(generated, staged);
-    pending.push({ node, differences, notTheStacks });
+        : configDifferences(generated, nextBoot);
+    pending.push({ node, state, differences: waiting(state), nextBoot, notTheStacks });
   }
   return pending;
 }
@@ -120,19 +149,23 @@ async function roll(
   const { ctx, deps, client, cluster, out } = session;
   const pending = await pendingNodes(client, cluster);
   if (pending.length === 0) {
-    out(`rollout ${request.env}: no node has a staged change; nothing to reboot`);
+    out(
+      `rollout ${request.env}: no node has a staged change or a boot-time change since it booted; nothing to reboot`,
+    );
     return ExitCode.ok;
   }
-  out(`rollout ${request.env}: staged changes on ${pending.map((p) => p.node.name).join(", ")}`);
+  out(
+    `rollout ${request.env}: waiting for a reboot: ${pending.map((p) => `${p.node.name} (${KIND_WORDS[p.state.kind]})`).join(", ")}`,
+  );
   for (const { node, differences } of pending) {
     out(
       `  ${node.name}: ${differences.slice(0, 5).join("; ")}${differences.length > 5 ? "; …" : ""}`,
     );
   }
   const foreign = pending.filter((p) => p.notTheStacks.length > 0);
-  for (const { node, notTheStacks } of foreign) {
+  for (const { node, state, notTheStacks } of foreign) {
     out(
-      `  ${node.name}: its staged config is not the stack's (${notTheStacks.slice(0, 3).join("; ")}${notTheStacks.length > 3 ? "; …" : ""})`,
+      `  ${node.name}: its ${state.kind === "staged" ? "staged" : "running"} config is not the stack's (${notTheStacks.slice(0, 3).join("; ")}${notTheStacks.length > 3 ? "; …" : ""})`,
     );
   }
   if (request.dryRun) {
@@ -143,9 +176,9 @@ async function roll(
     throw new UserError(
       {
         what: `rollout ${request.env}`,
-        problem: `${foreign.map((p) => p.node.name).join(", ")} ${foreign.length === 1 ? "has" : "have"} a staged config that is not the one the stack generated, so no node was rebooted`,
+        problem: `${foreign.map((p) => p.node.name).join(", ")} ${foreign.length === 1 ? "has" : "have"} a ${foreign.every((p) => p.state.kind === "staged") ? "staged config" : "config to boot"} that is not the one the stack generated, so no node was rebooted`,
         got: JSON.stringify(foreign[0].notTheStacks[0]),
-        fix: `Stage the stack's config with \`npm run platform -- up ${request.env}\` (it replaces what is staged), then run rollout again`,
+        fix: `Push the stack's config with \`npm run platform -- up ${request.env}\` (it replaces what is there), then run rollout again`,
       },
       ExitCode.refused,
     );
@@ -202,6 +235,7 @@ async function rollNodes(
 
   const started = deps.clock.now();
   const nodes = pending.map((p) => p.node);
+  const nextBoots = new Map(pending.map((p) => [p.node, p.nextBoot]));
   const done: ClusterNode[] = [];
   for (const batch of rollBatches(nodes, maxUnavailable)) {
     const stop = await rebootBatch(
@@ -209,6 +243,7 @@ async function rollNodes(
       batch,
       timeouts,
       drainer ? { drainer, timeoutMs: drainTimeoutMs } : undefined,
+      nextBoots,
     );
     if (stop) {
       const untouched = nodes.filter((n) => !done.includes(n) && !batch.includes(n));
@@ -239,7 +274,7 @@ async function rollNodes(
     done.push(...batch);
   }
   out(
-    `rollout ${request.env}: ${done.length} node${done.length === 1 ? "" : "s"} rebooted into their staged config in ${formatDuration(deps.clock.now() - started)}`,
+    `rollout ${request.env}: ${done.length} node${done.length === 1 ? "" : "s"} rebooted into their configs in ${formatDuration(deps.clock.now() - started)}`,
   );
   return ExitCode.ok;
 }
@@ -319,6 +354,8 @@ async function rebootBatch(
   batch: readonly ClusterNode[],
   timeouts: RolloutTimeouts,
   drain: Drain | undefined,
+  /** The config each node is to boot. */
+  nextBoots: ReadonlyMap<ClusterNode, string>,
 ): Promise<Stop | undefined> {
   const { deps, client, cluster, out } = session;
   const stopReason = session.stopReason();
@@ -344,7 +381,7 @@ async function rebootBatch(
   }
   const results = await Promise.allSettled(
     batch.map((node) => {
-      out(`${node.name} (${node.address}): rebooting into its staged config`);
+      out(`${node.name} (${node.address}): rebooting into its config`);
       return client.reboot(node.address, timeouts.upgradeMs);
     }),
   );
@@ -363,15 +400,17 @@ async function rebootBatch(
       pollMs: timeouts.pollMs,
     });
     if (!back.ok) return { node, step: "come back", reason: back.reason, cordoned };
-    const left = configDifferences(
-      await client.stagedConfig(node.address),
-      await client.machineConfig(node.address),
-    );
-    if (left.length > 0) {
+    // Booted: it runs, untouched since the boot, the config it was to boot.
+    const configs = await client.machineConfigs(node.address);
+    const left = configDifferences(nextBoots.get(node)!, configs.running);
+    if (left.length > 0 || configs.runningVersion !== 1) {
       return {
         node,
         step: "config",
-        reason: `it came back without its staged config (${left.slice(0, 3).join("; ")})`,
+        reason:
+          left.length > 0
+            ? `it came back without the config it was to boot (${left.slice(0, 3).join("; ")})`
+            : "its config was replaced since it booted (it did not reboot, or something applied a config)",
         cordoned,
       };
     }
@@ -396,7 +435,9 @@ async function rebootBatch(
   if (!health.ok) {
     return { node: batch[batch.length - 1], step: "health", reason: health.reason, cordoned: [] };
   }
-  out(`${batch.map((n) => n.name).join(", ")}: running the staged config; ${health.detail}`);
+  out(
+    `${batch.map((n) => n.name).join(", ")}: running the config it was to boot; ${health.detail}`,
+  );
   return undefined;
 }
 

@@ -7,16 +7,19 @@ import {
   DrainFailedError,
   type EtcdMember,
   type HealthCheck,
+  type NodeConfigs,
   type ServiceStatus,
   type TalosClient,
   type TalosConnection,
 } from "./talosClient";
 import {
+  parseBootId,
   parseClientVersion,
   parseEtcdMembers,
   parseKubeletVersion,
   parseHealthFailure,
   parseMachineConfig,
+  parseMachineConfigs,
   parseServerVersion,
   parseServiceStatus,
   parseVolumeType,
@@ -127,13 +130,20 @@ export class TalosctlClient implements TalosClient {
     );
   }
 
-  async stagedConfig(node: string): Promise<string> {
-    return parseMachineConfig(
-      await this.exec(["get", "machineconfig", "persistent", "--output", "yaml"], {
+  async machineConfigs(node: string): Promise<NodeConfigs> {
+    // The list, not `get machineconfig persistent`: a node that booted and took no config since
+    // has no `persistent` resource, and asking for it by ID fails with NotFound.
+    return parseMachineConfigs(
+      await this.exec(["get", "machineconfig", "--output", "yaml"], {
         node,
         timeoutMs: TALOSCTL_TIMEOUTS.query,
       }),
     );
+  }
+
+  async bootId(node: string): Promise<string | undefined> {
+    const output = await this.getResource(node, "bootid", "boot-id");
+    return output === undefined ? undefined : parseBootId(output);
   }
 
   async reboot(node: string, timeoutMs: number): Promise<void> {
