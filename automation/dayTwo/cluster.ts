@@ -26,7 +26,7 @@ interface DeclaredNode {
 }
 
 /** What the stack file asks for. */
-interface StackCluster {
+export interface StackCluster {
   /** Absolute path of `Pulumi.<env>.yaml`. */
   readonly file: string;
   readonly env: string;
@@ -35,6 +35,8 @@ interface StackCluster {
   readonly talosVersion: string;
   /** `1.36.3` as written. */
   readonly kubernetesVersion: string;
+  /** `v1.13.9` as written; absent when the stack file leaves it to talosVersion. */
+  readonly configContract?: string;
   /** In file order. */
   readonly nodes: readonly DeclaredNode[];
 }
@@ -87,6 +89,7 @@ const clusterKeysSchema = z.looseObject({
   name: z.string().min(1),
   talosVersion: z.string().min(1),
   kubernetesVersion: z.union([z.string().min(1), z.number()]),
+  configContract: z.string().min(1).optional(),
 });
 
 /** Reads the cluster section and the nodes of the foundation's `Pulumi.<env>.yaml`. */
@@ -121,6 +124,7 @@ export function readStackCluster(repoRoot: string, env: string): StackCluster {
     name: cluster.data.name,
     talosVersion: cluster.data.talosVersion,
     kubernetesVersion: String(cluster.data.kubernetesVersion),
+    ...(cluster.data.configContract ? { configContract: cluster.data.configContract } : {}),
     nodes: nodes.data.map((node) => ({ name: node.name, role: node.role })),
   };
 }
