@@ -13,7 +13,7 @@
 // health check fails while any node is unschedulable ("all k8s nodes to report schedulable").
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError, errorReason } from "../errors";
-import type { ClusterNode, DeployedCluster } from "./cluster";
+import type { ClusterNode } from "./cluster";
 import { formatDuration } from "./clock";
 import { configDifferences } from "./configCompare";
 import { type DayTwoDeps, progressSink } from "./deps";
@@ -25,8 +25,7 @@ import {
   type RolloutTimeouts,
 } from "./options";
 import { type DayTwoSession, runDayTwo } from "./run";
-import { type RebootState, rebootState } from "./rebootState";
-import type { TalosClient } from "./talosClient";
+import { KIND_WORDS, type PendingNode, pendingNodes } from "./rolloutPending";
 import { rollBatches, workerBatchSize } from "./batches";
 
 /** `rollout` as asked. */
@@ -42,66 +41,6 @@ interface RolloutRequest {
   /** How long `kubectl drain` may take per node (default DEFAULT_DRAIN_TIMEOUT_MS). */
   readonly drainTimeoutMs?: number;
   readonly timeouts?: Partial<RolloutTimeouts>;
-}
-
-/** A node whose config waits for a reboot. */
-interface PendingNode {
-  readonly node: ClusterNode;
-  readonly state: Exclude<RebootState, { kind: "none" }>;
-  /** What waits (paths or field names only: configs hold keys). */
-  readonly differences: readonly string[];
-  /** The config its reboot loads (a secret). */
-  readonly nextBoot: string;
-  /** Where that config differs from the one the stack generated (empty: it is the stack's). */
-  readonly notTheStacks: readonly string[];
-}
-
-/** What waits, as listed: a staged config's paths, the boot-time fields, or why it cannot be told. */
-function waiting(state: PendingNode["state"]): readonly string[] {
-  switch (state.kind) {
-    case "staged":
-      return state.paths.map((d) =>
-        d
-          .replace("(only in the stack)", "(only in the staged config)")
-          .replace("(only on the node)", "(only in the running config)"),
-      );
-    case "bootTime":
-      return state.fields.map((field) => `boot-time ${field}`);
-    case "unknown":
-      return [`may need one: ${state.reason}`];
-    default: {
-      const unhandled: never = state;
-      throw new Error(`unhandled reboot state ${JSON.stringify(unhandled)}`);
-    }
-  }
-}
-
-/** How a node's wait is named in the summary line. */
-const KIND_WORDS = { staged: "staged", bootTime: "boot-time fields", unknown: "unknown" } as const;
-
-/**
- * Nodes whose config waits for a reboot, in stack order, each compared with the config the stack
- * generated for it (the outputs' machineConfigurations). A node whose state cannot be told is
- * rolled too: a gated reboot is what makes it known, and a change left for the next unplanned
- * reboot is what rollout is there to prevent.
- */
-async function pendingNodes(talos: TalosClient, cluster: DeployedCluster): Promise<PendingNode[]> {
-  const pending: PendingNode[] = [];
-  for (const node of cluster.nodes) {
-    const { state, nextBoot } = await rebootState(
-      talos,
-      node.address,
-      cluster.bootRecords[node.name],
-    );
-    if (state.kind === "none") continue;
-    const generated = cluster.machineConfigurations[node.name];
-    const notTheStacks =
-      generated === undefined
-        ? ["(the outputs hold no generated config for it)"]
-        : configDifferences(generated, nextBoot);
-    pending.push({ node, state, differences: waiting(state), nextBoot, notTheStacks });
-  }
-  return pending;
 }
 
 /**
