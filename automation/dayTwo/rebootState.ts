@@ -35,6 +35,8 @@ export interface NodeReboot {
   readonly running: string;
   /** What the node boots next: `persistent`, else the running config. */
   readonly nextBoot: string;
+  /** Its BootID, when it was read (a config applied since the boot, on Talos 1.14). */
+  readonly bootId?: string;
 }
 
 /** Reads a node's reboot state; `record` is what the outputs say it booted with. */
@@ -54,14 +56,15 @@ export async function rebootState(
   if (configs.runningVersion === 1) return judged({ kind: "none" });
   const bootId = await client.bootId(address);
   if (bootId === undefined) return judged({ kind: "none" });
+  const booted = (state: RebootState): NodeReboot => ({ ...judged(state), bootId });
   if (record === undefined || record.bootId !== bootId) {
-    return judged({
+    return booted({
       kind: "unknown",
       reason: `its config changed since it booted (${configs.runningVersion - 1} ${configs.runningVersion === 2 ? "time" : "times"}) and the stack's outputs do not record what it booted with${record === undefined ? "" : " for this boot"} (\`platform up\` records it before it pushes)`,
     });
   }
   const fields = bootTimeChanges(record.fields, bootTimeFields(nextBoot));
-  return judged(fields.length > 0 ? { kind: "bootTime", fields } : { kind: "none" });
+  return booted(fields.length > 0 ? { kind: "bootTime", fields } : { kind: "none" });
 }
 
 /**

@@ -174,7 +174,7 @@ async function rollNodes(
 
   const started = deps.clock.now();
   const nodes = pending.map((p) => p.node);
-  const nextBoots = new Map(pending.map((p) => [p.node, p.nextBoot]));
+  const boots = new Map(pending.map((p) => [p.node, { config: p.nextBoot, bootId: p.bootId }]));
   const done: ClusterNode[] = [];
   for (const batch of rollBatches(nodes, maxUnavailable)) {
     const stop = await rebootBatch(
@@ -182,7 +182,7 @@ async function rollNodes(
       batch,
       timeouts,
       drainer ? { drainer, timeoutMs: drainTimeoutMs } : undefined,
-      nextBoots,
+      boots,
     );
     if (stop) {
       const untouched = nodes.filter((n) => !done.includes(n) && !batch.includes(n));
@@ -293,8 +293,8 @@ async function rebootBatch(
   batch: readonly ClusterNode[],
   timeouts: RolloutTimeouts,
   drain: Drain | undefined,
-  /** The config each node is to boot. */
-  nextBoots: ReadonlyMap<ClusterNode, string>,
+  /** The config each node is to boot, and its BootID before the reboot (when it has one). */
+  boots: ReadonlyMap<ClusterNode, { readonly config: string; readonly bootId?: string }>,
 ): Promise<Stop | undefined> {
   const { deps, client, cluster, out } = session;
   const stopReason = session.stopReason();
@@ -339,17 +339,26 @@ async function rebootBatch(
       pollMs: timeouts.pollMs,
     });
     if (!back.ok) return { node, step: "come back", reason: back.reason, cordoned };
-    // Booted: it runs, untouched since the boot, the config it was to boot.
-    const configs = await client.machineConfigs(node.address);
-    const left = configDifferences(nextBoots.get(node)!, configs.running);
-    if (left.length > 0 || configs.runningVersion !== 1) {
+    // Booted: it runs the config it was to boot, and (Talos 1.14) it is another boot, so the
+    // boot-time fields were taken up.
+    const boot = boots.get(node)!;
+    const left = configDifferences(
+      boot.config,
+      (await client.machineConfigs(node.address)).running,
+    );
+    if (left.length > 0) {
       return {
         node,
         step: "config",
-        reason:
-          left.length > 0
-            ? `it came back without the config it was to boot (${left.slice(0, 3).join("; ")})`
-            : "its config was replaced since it booted (it did not reboot, or something applied a config)",
+        reason: `it came back without the config it was to boot (${left.slice(0, 3).join("; ")})`,
+        cordoned,
+      };
+    }
+    if (boot.bootId !== undefined && (await client.bootId(node.address)) === boot.bootId) {
+      return {
+        node,
+        step: "config",
+        reason: `it answers with the BootID it had before the reboot (${boot.bootId}): it did not reboot`,
         cordoned,
       };
     }

@@ -14,6 +14,8 @@ export interface PendingNode {
   readonly differences: readonly string[];
   /** The config its reboot loads (a secret). */
   readonly nextBoot: string;
+  /** Its BootID before the reboot, when it has one: a reboot must change it. */
+  readonly bootId?: string;
   /** Where that config differs from the one the stack generated (empty: it is the stack's). */
   readonly notTheStacks: readonly string[];
 }
@@ -57,7 +59,7 @@ export async function pendingNodes(
 ): Promise<PendingNode[]> {
   const pending: PendingNode[] = [];
   for (const node of cluster.nodes) {
-    const { state, nextBoot } = await rebootState(
+    const { state, nextBoot, bootId } = await rebootState(
       talos,
       node.address,
       cluster.bootRecords[node.name],
@@ -68,7 +70,14 @@ export async function pendingNodes(
       generated === undefined
         ? ["(the outputs hold no generated config for it)"]
         : configDifferences(generated, nextBoot);
-    pending.push({ node, state, differences: waiting(state), nextBoot, notTheStacks });
+    pending.push({
+      node,
+      state,
+      differences: waiting(state),
+      nextBoot,
+      ...(bootId !== undefined ? { bootId } : {}),
+      notTheStacks,
+    });
   }
   return pending;
 }

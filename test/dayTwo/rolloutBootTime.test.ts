@@ -90,6 +90,25 @@ describe("a reboot's wait on Talos 1.14, whatever the apply mode", () => {
     assert.match(f.ctx.stdout.text, /nothing to reboot/);
   });
 
+  it("rollout stops at a node that answers after its reboot with the BootID it had: it did not boot", async () => {
+    const { f, fake, ctx, recordBoots, push } = cluster114();
+    await recordBoots();
+    push("cp-1", withEtcdArgs);
+    push("cp-2", withEtcdArgs);
+    // talosctl reboot returned, but the node never went down.
+    fake.reboot = async (node) => {
+      fake.log.push(`reboot ${fake.node(node).name}`);
+    };
+    assert.equal(await runCli(["rollout", "staging"], ctx), ExitCode.failed);
+    assert.deepEqual(rebooted(fake), ["cp-1"]);
+    assert.match(f.ctx.stdout.text, /stopped at cp-1 \(config\)/);
+    assert.match(
+      f.ctx.stdout.text,
+      /it answers with the BootID it had before the reboot \(boot-cp-1-1\)/,
+    );
+    assert.match(f.ctx.stdout.text, /not touched: cp-2/);
+  });
+
   it("rollout reboots a node whose config changed since a boot nobody recorded, saying it cannot tell", async () => {
     const { f, fake, ctx, push } = cluster114();
     // A bare `pulumi up` (no record of the boot) pushed only a kubelet change.
