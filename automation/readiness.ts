@@ -11,7 +11,7 @@ import type { SecretsByKey } from "./bitwarden";
 import type { CliProbe } from "./cliProbe";
 import { validateAppConfig } from "../components/config/app";
 import { validateBootstrapConfig } from "../components/config/bootstrap";
-import { validatePlatformConfig } from "../components/config/validate";
+import { checkPlatformConfig } from "../components/config/validate";
 import {
   type Credential,
   type ResolvedCredentials,
@@ -33,7 +33,7 @@ export function isSecureValue(value: unknown): boolean {
   );
 }
 
-/** A layer's stack values as {@link configProblems} takes them. */
+/** A layer's stack values as {@link validateStackConfig} takes them. */
 interface StackValidationInput {
   readonly layer: LayerName;
   readonly env: string;
@@ -45,36 +45,51 @@ interface StackValidationInput {
   readonly secretKeys: ReadonlySet<string>;
 }
 
+/** What a layer's validation said: problems stop the stack, warnings do not. */
+export interface StackValidation {
+  /** `<key>: <problem>` lines; none when the stack is valid. */
+  readonly problems: readonly string[];
+  /** Valid but worth knowing (what the Talos the nodes run deprecated, say). */
+  readonly warnings: readonly string[];
+}
+
 /**
- * Every problem the layer's own validation finds, in its words (`<key>: <problem>`); none when the
- * stack is valid. Values the file holds encrypted (`secure:`) are never read, only their keys.
+ * Every problem the layer's own validation finds, in its words (`<key>: <problem>`), and its
+ * warnings. Values the file holds encrypted (`secure:`) are never read, only their keys.
  */
-export function configProblems(input: StackValidationInput): string[] {
+export function validateStackConfig(input: StackValidationInput): StackValidation {
   const { layer, env, project, stackFile, presentKeys, secretKeys } = input;
   const values = { ...input.values };
   try {
     // Called as each layer's loader calls it (components/config: load.ts, bootstrap.ts, app.ts).
     if (layer === "foundation") {
-      validatePlatformConfig({ ...values, presentKeys, secretKeys, project }, stackFile);
+      const { warnings } = checkPlatformConfig(
+        { ...values, presentKeys, secretKeys, project },
+        stackFile,
+      );
+      return { problems: [], warnings };
     } else if (layer === "bootstrap") {
       validateBootstrapConfig(values, stackFile, secretKeys, project);
     } else {
       validateAppConfig(values, env, secretKeys, project);
     }
-    return [];
+    return { problems: [], warnings: [] };
   } catch (error) {
     // StackConfigError carries the list; anything else is the validation itself failing.
     const problems = (error as { problems?: unknown }).problems;
-    if (Array.isArray(problems)) return problems.map(String);
+    if (Array.isArray(problems)) return { problems: problems.map(String), warnings: [] };
     const message = error instanceof Error ? error.message : String(error);
-    return [
-      `${stackFile}: the validation failed; got ${JSON.stringify(message.split("\n")[0])}. This is a bug: rerun with PLATFORM_DEBUG=1 and report it`,
-    ];
+    return {
+      problems: [
+        `${stackFile}: the validation failed; got ${JSON.stringify(message.split("\n")[0])}. This is a bug: rerun with PLATFORM_DEBUG=1 and report it`,
+      ],
+      warnings: [],
+    };
   }
 }
 
-/** Checks a layer's stack values, as {@link configProblems} does (injectable for tests). */
-export type ValidateStack = (input: StackValidationInput) => string[];
+/** Checks a layer's stack values, as {@link validateStackConfig} does (injectable for tests). */
+export type ValidateStack = (input: StackValidationInput) => StackValidation;
 
 /**
  * Where the credentials come from for this check: a `bws secret list` made for the run, or
@@ -166,19 +181,21 @@ export function checkStack(input: {
   ].filter((key) => !presentKeys.has(key));
   // A credential already reported (or expected from Bitwarden) is not reported again by the config.
   const covered = [...missing, ...unverified].map((c) => `${c.configKey}:`);
+  const validation = input.validate({
+    layer: layer.name,
+    env,
+    project: layer.project,
+    stackFile: shown,
+    values,
+    presentKeys: new Set([...presentKeys, ...runKeys]),
+    secretKeys: new Set([...secretKeys, ...runKeys]),
+  });
   problems.push(
-    ...input
-      .validate({
-        layer: layer.name,
-        env,
-        project: layer.project,
-        stackFile: shown,
-        values,
-        presentKeys: new Set([...presentKeys, ...runKeys]),
-        secretKeys: new Set([...secretKeys, ...runKeys]),
-      })
-      .filter((problem) => !covered.some((prefix) => problem.startsWith(prefix))),
+    ...validation.problems.filter(
+      (problem) => !covered.some((prefix) => problem.startsWith(prefix)),
+    ),
   );
+  notes.push(...validation.warnings.map((warning) => `warning: ${warning}`));
   problems.push(...missing.map((c) => missingCredential(c, bitwarden !== undefined)));
   if (bitwardenSet && !hasExecutable("bws", processEnv)) {
     problems.push(

@@ -11,6 +11,7 @@ import type { NodeSpec, PlatformSpec } from "./spec/types";
 import { fluxHandoffPatch } from "./flux/handoff";
 import { ClusterDns, endpointRecords } from "./gcp/clusterDns";
 import { OpenbaoUnsealKey, SealStanza } from "./gcp/openbaoUnseal";
+import { BOOT_RECORDS_OUTPUT, type BootRecord, mergeBootRecords } from "./talos/bootRecords";
 import type { EtcdBootstrapRecord } from "./talos/bootstrapRecord";
 import {
   converge,
@@ -48,6 +49,12 @@ export interface FoundationOutputs {
   readonly installerImages: pulumi.Output<Record<string, string>>;
   /** The installer image the stack asks for, by node name: a roll upgrades each node to it. */
   readonly desiredInstallers: pulumi.Output<Record<string, string>>;
+  /**
+   * What each node booted with (secret: digests of its boot-time config fields, for its Talos BootID),
+   * as `platform up` read it before pushing: day-two commands tell from it whether a pushed change
+   * waits for a reboot (talos/bootRecords.ts).
+   */
+  readonly bootRecords: pulumi.Output<Record<string, BootRecord>>;
   /** Set once etcd is bootstrapped: later runs never bootstrap this cluster again (bootstrapRecord.ts). */
   readonly etcdBootstrap: pulumi.Output<EtcdBootstrapRecord | undefined>;
   /** Admin kubeconfig (secret). */
@@ -90,7 +97,8 @@ function staticAddress(node: NodeSpec): string | undefined {
  * file is invalid or asks for a change only the sequenced `platform up` may make.
  */
 export async function foundation(): Promise<FoundationOutputs> {
-  const { spec, secrets } = loadPlatformConfig();
+  const { spec, secrets, warnings } = loadPlatformConfig();
+  for (const warning of warnings) void pulumi.log.warn(warning);
   const { services } = spec;
   const flux = services.flux;
   const stackFile = `Pulumi.${pulumi.getStack()}.yaml`;
@@ -100,10 +108,11 @@ export async function foundation(): Promise<FoundationOutputs> {
       `the stack's last outputs: what the cluster runs cannot be read, so nothing is changed; got ${JSON.stringify(lastOutputs.error)}. Check access to the stack's backend and rerun`,
     ]);
   }
+  const request = convergeRequest();
   const plan = converge(
     { ...spec.cluster, nodes: spec.nodes },
     lastDeployment(lastOutputs.values),
-    convergeRequest(),
+    request,
     pulumi.getStack(),
   );
   if (plan.refusals.length > 0) throw new StackConfigError(stackFile, plan.refusals);
@@ -174,6 +183,13 @@ export async function foundation(): Promise<FoundationOutputs> {
     machineConfigurations: cluster.machineConfigurations,
     installerImages: cluster.installerImages,
     desiredInstallers: cluster.desiredInstallers,
+    bootRecords: pulumi.secret(
+      mergeBootRecords(
+        lastOutputs.values[BOOT_RECORDS_OUTPUT],
+        request.bootRecords,
+        spec.nodes.map((node) => node.name),
+      ),
+    ),
     etcdBootstrap: cluster.etcdBootstrap,
     kubeconfig: cluster.kubeconfig,
     kubernetesCaCertificate: cluster.kubernetesCaCertificate,

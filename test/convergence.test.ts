@@ -13,7 +13,7 @@ import {
   lastDeployment,
 } from "../components/talos/convergence";
 import { clone, proxmoxCluster } from "./fixtures";
-import { runFoundation, type StackValues } from "./harness";
+import { isSecret, runFoundation, type StackValues } from "./harness";
 import { Recorder } from "./mocks";
 
 const OWN_STACK = "organization/talos-platform/test";
@@ -146,7 +146,10 @@ describe("one owner: what a run may change on a running cluster", () => {
     it("keeps each existing node on the installer it runs; only new nodes install the stack's", async () => {
       const { recorder, resolved, warnings } = await run(
         asking(
-          (c) => (c.talosVersion = "v1.14.1"),
+          (c) => {
+            c.talosVersion = "v1.14.1";
+            c.configContract = "v1.13.9";
+          },
           (list) =>
             list.push({
               name: "w-1",
@@ -174,7 +177,10 @@ describe("one owner: what a run may change on a running cluster", () => {
     it("gives a node the installer the CLI's roll upgraded it to", async () => {
       const upgraded = INSTALLER_1_13_9("b".repeat(64)).replace("v1.13.9", "v1.14.1");
       const { resolved } = await run(
-        asking((c) => (c.talosVersion = "v1.14.1")),
+        asking((c) => {
+          c.talosVersion = "v1.14.1";
+          c.configContract = "v1.13.9";
+        }),
         deployed(),
         {
           installers: { "cp-1": upgraded },
@@ -187,13 +193,31 @@ describe("one owner: what a run may change on a running cluster", () => {
     it("never generates configs for a newer contract than the Talos the nodes run", async () => {
       const { recorder, resolved } = await run(
         asking((c) => {
-          c.talosVersion = "v1.14.1";
-          c.configContract = "v1.14.1";
+          c.talosVersion = "v1.13.9";
+          c.configContract = "v1.13.9";
         }),
-        deployed(),
+        deployed({ talosVersion: "v1.12.4" }),
       );
-      assert.ok(configs(recorder).every((i) => i.inputs.talosVersion === "v1.13.9"));
-      assert.equal(resolved.configContract, "v1.13.9");
+      assert.ok(configs(recorder).every((i) => i.inputs.talosVersion === "v1.12.4"));
+      assert.equal(resolved.configContract, "v1.12.4");
+    });
+
+    it("refuses a config contract the provider's generator does not know, naming cluster.configContract", async () => {
+      await assert.rejects(
+        run(
+          asking((c) => {
+            c.talosVersion = "v1.14.1";
+            c.configContract = "v1.14.1";
+          }),
+          deployed({ talosVersion: "v1.14.1" }),
+        ),
+        (error: unknown) =>
+          error instanceof StackConfigError &&
+          error.problems.length === 1 &&
+          error.problems[0].startsWith(
+            "cluster.configContract: Talos 1.14's config contract is not one the Talos provider's config generator knows",
+          ),
+      );
     });
 
     it("generates for the stack file's versions on a cluster's first up", async () => {
@@ -312,6 +336,38 @@ describe("one owner: what a run may change on a running cluster", () => {
       assert.deepEqual(plan.refusals, []);
       assert.deepEqual([...plan.registered], ["cp-1", "w-1"]);
       assert.deepEqual(plan.removing, ["w-9"]);
+    });
+  });
+
+  describe("boot records", () => {
+    it("exports what the CLI read of each node's boot over the last outputs' records, for the stack's nodes only, as a secret", async () => {
+      const { outputs, resolved } = await run(
+        asking(() => undefined),
+        deployed({
+          bootRecords: {
+            "cp-1": { bootId: "boot-1", fields: { "v1alpha1 cluster.etcd": "aa" } },
+            "cp-2": { bootId: "boot-2", fields: {} },
+            "cp-9": { bootId: "boot-9", fields: {} },
+          },
+        }),
+        {
+          bootRecords: { "cp-2": { bootId: "boot-2b", fields: { "v1alpha1 cluster.etcd": "bb" } } },
+        },
+      );
+      assert.deepEqual(resolved.bootRecords, {
+        "cp-1": { bootId: "boot-1", fields: { "v1alpha1 cluster.etcd": "aa" } },
+        "cp-2": { bootId: "boot-2b", fields: { "v1alpha1 cluster.etcd": "bb" } },
+      });
+      assert.equal(await isSecret(outputs.bootRecords), true);
+    });
+
+    it("keeps the last records on a bare pulumi up, which reads no boot", async () => {
+      const records = { "cp-3": { bootId: "boot-3", fields: { EnvironmentConfig: "cc" } } };
+      const { resolved } = await run(
+        asking(() => undefined),
+        deployed({ bootRecords: records }),
+      );
+      assert.deepEqual(resolved.bootRecords, records);
     });
   });
 });

@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { StackConfigError } from "../components/config/problems";
 import { schemasDir, shippedSchemas } from "../components/config/talosSchema";
-import { validatePlatformConfig } from "../components/config/validate";
+import { checkPlatformConfig, validatePlatformConfig } from "../components/config/validate";
 import type { StackValues } from "./harness";
 
 /** GitHub's published SSH host key (ed25519), as `ssh-keyscan github.com` prints it: public, not a secret. */
@@ -157,6 +157,18 @@ export function problemsOf(
     if (error instanceof StackConfigError) return error.problems;
     throw error;
   }
+}
+
+/** The warnings of a changed copy of `base`, which must be valid. */
+export function warningsOf(
+  base: () => StackValues,
+  change: (values: any) => void,
+): readonly string[] {
+  const values = clone(base());
+  change(values);
+  const presentKeys = new Set(Object.keys(values));
+  return checkPlatformConfig({ ...values, secretKeys: new Set(), presentKeys }, "Pulumi.test.yaml")
+    .warnings;
 }
 
 /** A stack file that breaks a rule, the exact problems it gets, and a valid neighbour. */

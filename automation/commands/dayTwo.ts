@@ -410,7 +410,7 @@ export function registerDayTwoCommands(
   program
     .command("rollout")
     .description(
-      "reboot the nodes whose config up staged: control planes one at a time, then workers, gated on quorum and health",
+      "reboot the nodes whose config waits for a reboot (staged by up, or on Talos 1.14 a boot-time field changed since the node booted): control planes one at a time, then workers, gated on quorum and health",
     )
     .argument("<env>", envArgument)
     .addOption(
@@ -419,7 +419,10 @@ export function registerDayTwoCommands(
         "workers rebooted at once (default and maximum: cluster.rollout.maxUnavailableWorkers)",
       ).argParser(parseMaxUnavailable),
     )
-    .option("--dry-run", "list the nodes with a staged change, and where, without rebooting any")
+    .option(
+      "--dry-run",
+      "list the nodes whose config waits for a reboot, and what, without rebooting any",
+    )
     .option(
       "--no-drain",
       "reboot without `kubectl drain` first (pods are stopped, not evicted; disruption budgets are not consulted)",

@@ -50,7 +50,7 @@ import {
   findCli,
   formatReadiness,
   readinessExitCode,
-  configProblems,
+  validateStackConfig,
 } from "../readiness";
 import { execBws, listBitwardenSecrets, type SecretsByKey } from "../bitwarden";
 import { previewSection, readSummaryFile, skippedSection, writeSummarySection } from "../summary";
@@ -234,7 +234,9 @@ async function prepareRun(
           ? ["openbaoJwt"]
           : [],
       // Only preview and up run the program; refresh and destroy work from the state.
-      validate: runsProgram ? (ctx.validateStack ?? configProblems) : () => [],
+      validate: runsProgram
+        ? (ctx.validateStack ?? validateStackConfig)
+        : () => ({ problems: [], warnings: [] }),
     }),
   );
   const code = bitwardenProblem ? ExitCode.usage : readinessExitCode(checks, cli);

@@ -15,7 +15,7 @@ import {
 import {
   type StackCheck,
   checkStack,
-  configProblems,
+  validateStackConfig,
   formatReadiness,
   readinessExitCode,
 } from "../readiness";
@@ -38,7 +38,7 @@ export function offlineCheck(ctx: CliContext, layer: Layer, env: string): StackC
     env,
     processEnv: ctx.env,
     bitwarden: "offline",
-    validate: ctx.validateStack ?? configProblems,
+    validate: ctx.validateStack ?? validateStackConfig,
   });
 }
 

@@ -6,6 +6,11 @@
 import type { OutputMap } from "@pulumi/pulumi/automation";
 import * as path from "node:path";
 import { z } from "zod";
+import {
+  BOOT_RECORDS_OUTPUT,
+  type BootRecord,
+  bootRecordsOf,
+} from "../../components/talos/bootRecords";
 import type { CliContext } from "../context";
 import { UserError } from "../errors";
 import { readStackFile, requireEnvironment, resolveLayer } from "../layers";
@@ -23,7 +28,7 @@ interface DeclaredNode {
 }
 
 /** What the stack file asks for. */
-interface StackCluster {
+export interface StackCluster {
   /** Absolute path of `Pulumi.<env>.yaml`. */
   readonly file: string;
   readonly env: string;
@@ -32,6 +37,8 @@ interface StackCluster {
   readonly talosVersion: string;
   /** `1.36.3` as written. */
   readonly kubernetesVersion: string;
+  /** `v1.13.9` as written; absent when the stack file leaves it to talosVersion. */
+  readonly configContract?: string;
   /** In file order. */
   readonly nodes: readonly DeclaredNode[];
 }
@@ -66,6 +73,8 @@ export interface DeployedCluster {
   readonly machineConfigurations: Readonly<Record<string, string>>;
   /** The installer the stack asks for (its schematic), by node name; what a schematic roll installs. */
   readonly desiredInstallers: Readonly<Record<string, string>>;
+  /** Secret: what each node booted with, as the last `platform up` read it (bootRecords.ts). */
+  readonly bootRecords: Readonly<Record<string, BootRecord>>;
   /** Secret. */
   readonly talosconfig: string;
   /** Secret: the admin kubeconfig, when the cluster was bootstrapped (rollout drains through it). */
@@ -85,6 +94,7 @@ const clusterKeysSchema = z.looseObject({
   name: z.string().min(1),
   talosVersion: z.string().min(1),
   kubernetesVersion: z.union([z.string().min(1), z.number()]),
+  configContract: z.string().min(1).optional(),
 });
 
 /** Reads the cluster section and the nodes of the foundation's `Pulumi.<env>.yaml`. */
@@ -119,6 +129,7 @@ export function readStackCluster(repoRoot: string, env: string): StackCluster {
     name: cluster.data.name,
     talosVersion: cluster.data.talosVersion,
     kubernetesVersion: String(cluster.data.kubernetesVersion),
+    ...(cluster.data.configContract ? { configContract: cluster.data.configContract } : {}),
     nodes: nodes.data.map((node) => ({
       name: node.name,
       role: node.role,
@@ -148,6 +159,8 @@ const outputsSchema = z.object({
   installerImages: z.record(z.string(), z.string()).default({}),
   desiredInstallers: z.record(z.string(), z.string()).default({}),
   kubeletAddresses: z.record(z.string(), z.string()).default({}),
+  // Stacks deployed before the records existed have none.
+  [BOOT_RECORDS_OUTPUT]: z.unknown().optional(),
 });
 
 /** Joins the stack file with the outputs; fails with the missing outputs when the stack was never deployed. */
@@ -209,6 +222,7 @@ export function deployedCluster(stack: StackCluster, outputs: OutputMap): Deploy
     deployed: { talosVersion: out.talosVersion, kubernetesVersion: out.kubernetesVersion },
     machineConfigurations: out.machineConfigurations,
     desiredInstallers: out.desiredInstallers,
+    bootRecords: bootRecordsOf(out[BOOT_RECORDS_OUTPUT]),
     talosconfig: out.talosconfig,
     ...(out.kubeconfig ? { kubeconfig: out.kubeconfig } : {}),
     undeployed,

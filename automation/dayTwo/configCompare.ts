@@ -7,8 +7,11 @@ import { parseAllDocuments } from "yaml";
 /** A config's documents by identity. */
 type ConfigDocuments = Map<string, unknown>;
 
-/** Parses every document of a machine config; throws on invalid YAML. */
-function configDocuments(text: string): ConfigDocuments {
+/**
+ * Parses every document of a machine config, keyed `v1alpha1`, `<kind>/<name>` or `<kind>`; throws
+ * on invalid YAML.
+ */
+export function configDocuments(text: string): ConfigDocuments {
   const docs = parseAllDocuments(text);
   const list = Array.isArray(docs) ? docs : [docs];
   const byKey: ConfigDocuments = new Map();

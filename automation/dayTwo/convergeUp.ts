@@ -5,7 +5,9 @@
 // (the Talos roll, then Kubernetes' upgrade-k8s), and the engine run that follows is told what they
 // reached (TALOS_PLATFORM_CONVERGE), so it generates the configs for it.
 import type { OutputMap } from "@pulumi/pulumi/automation";
+import type { BootRecord } from "../../components/talos/bootRecords";
 import { type ConvergeRequest, converge, lastDeployment } from "../../components/talos/convergence";
+import { compareMinor, minorOf, parseVersion } from "../../components/talos/versions";
 import type { CliContext } from "../context";
 import { ExitCode, UserError, errorReason } from "../errors";
 import type { StackOperations } from "../workspace";
@@ -21,6 +23,7 @@ import {
 import { drainNode } from "./replaceNodeDrain";
 import { type DayTwoSession, runDayTwo } from "./run";
 import { healthGate, quorum, sameVersion } from "./gates";
+import { captureBootRecord } from "./rebootState";
 import { imageSchematic, imageTag, retagImage } from "./talosctlOutput";
 import { rollTalos } from "./talosUpgrade";
 
@@ -44,6 +47,32 @@ async function askNodes(session: DayTwoSession): Promise<Running> {
     }
   }
   return { talos, kubelets, silent };
+}
+
+/**
+ * What each node booted with, where it can still be read: the nodes that run the config they
+ * booted, on a Talos with a BootID (rebootState.ts). Read before the engine pushes, which on Talos
+ * 1.14 replaces the running config at once; the engine run exports them (bootRecords.ts), so a later
+ * rollout or drift can tell a boot-time change that waits for a reboot. A node that cannot be asked
+ * keeps the record the outputs have.
+ */
+async function readBootRecords(
+  session: DayTwoSession,
+  versions: ReadonlyMap<string, string>,
+): Promise<Record<string, BootRecord>> {
+  const records: Record<string, BootRecord> = {};
+  for (const node of session.cluster.nodes) {
+    // Only Talos 1.14 has a BootID, and applies every change at once; 1.13 stages what needs a reboot.
+    const version = parseVersion(versions.get(node.name) ?? "");
+    if (!version || compareMinor(minorOf(version), "1.14") < 0) continue;
+    try {
+      const record = await captureBootRecord(session.client, node.address);
+      if (record) records[node.name] = record;
+    } catch {
+      // Not asked: the last record stands, and a node without one is reported as unknown.
+    }
+  }
+  return records;
 }
 
 /** The one value every entry has, or undefined when they differ (a roll stopped partway). */
@@ -99,7 +128,10 @@ export async function convergeFoundation(
     async (session) => {
       const { out } = session;
       const running = await askNodes(session);
-      let request = recorded(session, running);
+      let request: ConvergeRequest = {
+        ...recorded(session, running),
+        bootRecords: await readBootRecords(session, running.talos),
+      };
       const plan = converge(
         { ...stack, configContract: stack.talosVersion, nodes: stack.nodes },
         { ...last, ...withRequest(last, request) },
@@ -138,6 +170,14 @@ export async function convergeFoundation(
           ...request,
           talosVersion: plan.talos.to,
           installers: { ...request.installers, ...Object.fromEntries(upgraded) },
+          // The roll rebooted nodes: their new boots, read before upgrade-k8s applies configs.
+          bootRecords: {
+            ...request.bootRecords,
+            ...(await readBootRecords(
+              session,
+              new Map(session.cluster.nodes.map((n) => [n.name, plan.talos!.to])),
+            )),
+          },
         };
       }
       if (plan.kubernetes) {

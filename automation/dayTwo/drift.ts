@@ -2,15 +2,18 @@
 // the kubelet's Kubernetes version, the image schematic it booted (extensions, kernel arguments) and
 // the machine config (compared as data, see configCompare.ts).
 // Each difference is classified by what brings the node back in line: `staged` (the stack's config
-// waits for a reboot: rollout), `pending` (the stack file asks for versions the last up did not
-// deploy yet: up), `drift` (changed behind the program's back: up restores it). A table, then the
-// paths that differ; exit 6 on any difference so a scheduled job can alert on it.
+// waits for a reboot: rollout), `reboot` (the stack's config runs, but boot-time fields of it wait
+// for a reboot, as Talos 1.14 applies every change at once: rollout; `reboot?` when what the node
+// booted was not recorded, rebootState.ts), `pending` (the stack file asks for versions the last up
+// did not deploy yet: up), `drift` (changed behind the program's back: up restores it). A table,
+// then the paths that differ; exit 6 on any difference so a scheduled job can alert on it.
 import * as path from "node:path";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, errorReason } from "../errors";
 import type { DeployedCluster } from "./cluster";
 import { configDifferences } from "./configCompare";
 import { sameVersion } from "./gates";
+import { rebootState } from "./rebootState";
 import { runDayTwo } from "./run";
 import type { TalosClient } from "./talosClient";
 import { imageSchematic } from "./talosctlOutput";
@@ -19,13 +22,16 @@ import { imageSchematic } from "./talosctlOutput";
 interface NodeDrift {
   readonly name: string;
   readonly role: string;
-  readonly status: "ok" | "staged" | "pending" | "drift" | "unreachable" | "not deployed";
+  readonly status:
+    "ok" | "staged" | "reboot" | "reboot?" | "pending" | "drift" | "unreachable" | "not deployed";
   readonly talos: string;
   readonly kubernetes: string;
   readonly schematic: string;
   readonly config: string;
   /** Paths at which the config differs. */
   readonly configPaths: readonly string[];
+  /** What waits for a reboot of a node that runs the stack's config (boot-time fields, or why unknown). */
+  readonly rebootWaits: readonly string[];
   readonly error?: string;
 }
 
@@ -66,8 +72,8 @@ function schematicCell(
 /** A schematic ID's first 12 characters, as the Image Factory shows it. */
 const short = (id: string) => id.slice(0, 12);
 
-/** The worst of some statuses: drift over pending over staged over ok. */
-const ORDER = ["ok", "staged", "pending", "drift"] as const;
+/** The worst of some statuses: drift over pending over a reboot's wait over ok. */
+const ORDER = ["ok", "reboot?", "reboot", "staged", "pending", "drift"] as const;
 const worst = (statuses: readonly (typeof ORDER)[number][]) =>
   ORDER[Math.max(...statuses.map((s) => ORDER.indexOf(s)))];
 
@@ -89,6 +95,7 @@ async function compareNodes(client: TalosClient, cluster: DeployedCluster): Prom
         schematic: "?",
         config: "?",
         configPaths: [],
+        rebootWaits: [],
         error: errorReason(error),
       });
       continue;
@@ -107,22 +114,34 @@ async function compareNodes(client: TalosClient, cluster: DeployedCluster): Prom
       errors.push(`kubelet: ${errorReason(error)}`);
     }
     let configPaths: string[] = [];
+    let rebootWaits: readonly string[] = [];
     let config = "?";
-    let configStatus: "ok" | "staged" | "drift" = "ok";
+    let configStatus: "ok" | "staged" | "reboot" | "reboot?" | "drift" = "ok";
     const expected = cluster.machineConfigurations[node.name];
     if (expected === undefined) {
       config = "no generated config in the outputs";
     } else {
       try {
-        configPaths = configDifferences(expected, await client.machineConfig(node.address));
+        const reboot = await rebootState(client, node.address, cluster.bootRecords[node.name]);
+        configPaths = configDifferences(expected, reboot.running);
         if (configPaths.length > 0) {
-          const staged = configDifferences(expected, await client.stagedConfig(node.address));
-          configStatus = staged.length === 0 ? "staged" : "drift";
+          const staged = configDifferences(expected, reboot.nextBoot);
+          configStatus = reboot.state.kind === "staged" && staged.length === 0 ? "staged" : "drift";
+        } else if (reboot.state.kind === "bootTime") {
+          configStatus = "reboot";
+          rebootWaits = reboot.state.fields.map((field) => `boot-time ${field}`);
+        } else if (reboot.state.kind === "unknown") {
+          configStatus = "reboot?";
+          rebootWaits = [`may: ${reboot.state.reason}`];
         }
         config =
-          configPaths.length === 0
-            ? "same"
-            : `${configPaths.length} ${configPaths.length === 1 ? "path differs" : "paths differ"}${configStatus === "staged" ? " (staged)" : ""}`;
+          configPaths.length > 0
+            ? `${configPaths.length} ${configPaths.length === 1 ? "path differs" : "paths differ"}${configStatus === "staged" ? " (staged)" : ""}`
+            : configStatus === "reboot"
+              ? `same (${rebootWaits.length} boot-time)`
+              : configStatus === "reboot?"
+                ? "same (booted ?)"
+                : "same";
       } catch (error) {
         errors.push(`config: ${errorReason(error)}`);
       }
@@ -140,6 +159,7 @@ async function compareNodes(client: TalosClient, cluster: DeployedCluster): Prom
       schematic: x.cell,
       config,
       configPaths,
+      rebootWaits,
       ...(errors.length > 0 ? { error: errors.join("; ") } : {}),
     });
   }
@@ -153,6 +173,7 @@ async function compareNodes(client: TalosClient, cluster: DeployedCluster): Prom
       schematic: "-",
       config: "-",
       configPaths: [],
+      rebootWaits: [],
     });
   }
   return rows;
@@ -184,6 +205,10 @@ function formatDrift(rows: readonly NodeDrift[]): string {
       if (row.configPaths.length > MAX_PATHS)
         lines.push(`  … and ${row.configPaths.length - MAX_PATHS} more`);
     }
+    if (row.rebootWaits.length > 0) {
+      lines.push(`${row.name} waits for a reboot:`);
+      for (const wait of row.rebootWaits) lines.push(`  ${wait}`);
+    }
     if (row.error) lines.push(`${row.name}: ${row.error}`);
   }
   return `${lines.join("\n")}\n`;
@@ -207,10 +232,16 @@ export async function drift(ctx: CliContext, request: DriftCommand): Promise<Exi
   const file = path.basename(cluster.stack.file);
   const names = (status: NodeDrift["status"]) =>
     rows.filter((r) => r.status === status).map((r) => r.name);
-  const [foreign, pending, staged, missing] = (
-    ["drift", "pending", "staged", "not deployed"] as const
+  const [foreign, pending, staged, reboot, unknown, missing] = (
+    ["drift", "pending", "staged", "reboot", "reboot?", "not deployed"] as const
   ).map(names);
-  const differing = foreign.length + pending.length + staged.length + missing.length;
+  const differing =
+    foreign.length +
+    pending.length +
+    staged.length +
+    reboot.length +
+    unknown.length +
+    missing.length;
   if (differing > 0) {
     const classes = [
       foreign.length > 0 &&
@@ -219,6 +250,10 @@ export async function drift(ctx: CliContext, request: DriftCommand): Promise<Exi
         `on the versions or schematic the last up deployed, not the stack file's: ${pending.join(", ")} (up converges them)`,
       staged.length > 0 &&
         `the stack's config staged, waiting for a reboot: ${staged.join(", ")} (rollout)`,
+      reboot.length > 0 &&
+        `the stack's config applied, its boot-time fields waiting for a reboot: ${reboot.join(", ")} (rollout)`,
+      unknown.length > 0 &&
+        `the stack's config applied since they booted, what they booted not recorded (they may wait for a reboot): ${unknown.join(", ")} (rollout reboots them)`,
       missing.length > 0 && `not deployed yet: ${missing.join(", ")} (up)`,
     ].filter((line): line is string => typeof line === "string");
     ctx.stderr.write(

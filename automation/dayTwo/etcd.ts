@@ -1,9 +1,11 @@
 // `etcd snapshot <env>` and `etcd restore <env> --from FILE`. Restore follows Talos' disaster
-// recovery procedure step by step, asking before each destructive one: wipe EPHEMERAL (the etcd
-// data) on the control planes (all at once), wait until etcd waits for a bootstrap (`Preparing`) on all of them,
-// bootstrap the first control plane from the snapshot, wait for every member to join. The nodes
-// keep their STATE partition, so their machine config and the cluster's secrets stay the same;
-// nothing in the Pulumi stack (the Secrets resource included) is touched.
+// recovery procedure step by step, asking before each destructive one: wipe etcd's data on the
+// control planes (all at once): EPHEMERAL, and the ETCD volume where Talos 1.14 keeps it on a
+// partition of its own (which wiping EPHEMERAL leaves intact); wait until etcd waits for a
+// bootstrap (`Preparing`) on all of them, bootstrap the first control plane from the snapshot, wait
+// for every member to join. The nodes keep their STATE partition, so their machine config and the
+// cluster's secrets stay the same; nothing in the Pulumi stack (the Secrets resource included) is
+// touched.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { CliContext } from "../context";
@@ -138,13 +140,15 @@ async function restore(
   );
 
   // Step 0: every control plane must answer (a lost machine is recreated by `up` first), and etcd
-  // must have lost quorum unless this is a drill.
+  // must have lost quorum unless this is a drill. Each says where etcd keeps its data.
   const states = new Map<string, ServiceStatus>();
+  const labels = new Map<string, readonly string[]>();
   const silent: string[] = [];
   for (const cp of cps) {
     try {
       await client.nodeVersion(cp.address);
       states.set(cp.name, await client.service(cp.address, "etcd"));
+      labels.set(cp.name, etcdDataLabels(await client.etcdVolume(cp.address)));
     } catch (error) {
       silent.push(`${cp.name} (${errorReason(error)})`);
     }
@@ -166,21 +170,27 @@ async function restore(
     );
   }
 
-  // Step 1: wipe EPHEMERAL where etcd is not already waiting for a bootstrap.
+  // Step 1: wipe etcd's data where etcd is not already waiting for a bootstrap.
   const toWipe = cps.filter((cp) => states.get(cp.name)?.state !== "Preparing");
   if (toWipe.length > 0) {
+    const dedicated = toWipe.filter((cp) => labels.get(cp.name)!.includes(ETCD_VOLUME));
     await ask(
-      `Step 1 of 3: wipe the EPHEMERAL partition (etcd data) of ${toWipe.map((cp) => cp.name).join(", ")} and reboot them? ` +
-        "The cluster's Kubernetes state will be what the snapshot holds.",
+      `Step 1 of 3: wipe the EPHEMERAL partition (etcd data) of ${toWipe.map((cp) => cp.name).join(", ")}` +
+        (dedicated.length > 0
+          ? ` and the dedicated ETCD volume of ${dedicated.map((cp) => cp.name).join(", ")}`
+          : "") +
+        " and reboot them? The cluster's Kubernetes state will be what the snapshot holds.",
     );
     // All at once: a member wiped while the others still hold quorum rejoins them as a new, empty
     // member when it boots (Talos' etcd addMember), and would never wait for the bootstrap.
     for (const cp of toWipe) {
       out(
-        `  ${cp.name}: talosctl reset --graceful=false --reboot --system-labels-to-wipe=EPHEMERAL`,
+        `  ${cp.name}: talosctl reset --graceful=false --reboot --system-labels-to-wipe=${labels.get(cp.name)!.join(",")}`,
       );
     }
-    const wipes = await Promise.allSettled(toWipe.map((cp) => client.wipeEphemeral(cp.address)));
+    const wipes = await Promise.allSettled(
+      toWipe.map((cp) => client.wipeVolumes(cp.address, labels.get(cp.name)!)),
+    );
     const failed = toWipe.flatMap((cp, i) => {
       const wipe = wipes[i];
       return wipe.status === "rejected" ? [`${cp.name}: ${errorReason(wipe.reason)}`] : [];
@@ -259,7 +269,7 @@ async function restore(
     return fail(
       `etcd did not get every control plane back within ${formatDuration(waitMs)}`,
       missing.join(", "),
-      "Watch it with talosctl etcd members / talosctl service etcd; a member still Preparing may need its EPHEMERAL wiped again",
+      "Watch it with talosctl etcd members / talosctl service etcd; a member still Preparing may need its etcd data (EPHEMERAL, and a dedicated ETCD volume) wiped again",
     );
   }
   const health = await healthGate(client, cluster, waitMs);
@@ -274,6 +284,20 @@ async function restore(
     `etcd restore ${request.env}: done; ${cps.length} members, cluster healthy. Check workloads: kubectl get pods -A`,
   );
   return ExitCode.ok;
+}
+
+/** The volume Talos 1.14 can keep etcd's data on, as a partition of its own. */
+const ETCD_VOLUME = "ETCD";
+
+/**
+ * What to wipe so etcd starts empty: EPHEMERAL always (etcd's data directory lives there by
+ * default), and the ETCD volume too when it is a partition of its own, since wiping EPHEMERAL then
+ * leaves etcd's data in place; that is what Talos 1.14's own etcd recovery test wipes
+ * (internal/integration/api/etcd-recover.go). A directory-backed ETCD is wiped with EPHEMERAL, and
+ * Talos refuses its label on its own.
+ */
+function etcdDataLabels(volumeType: string | undefined): readonly string[] {
+  return volumeType === "partition" ? ["EPHEMERAL", ETCD_VOLUME] : ["EPHEMERAL"];
 }
 
 function isHealthy(status: ServiceStatus | undefined): boolean {

@@ -1,19 +1,21 @@
-// `rollout <env>`: reboots the nodes whose config `up` staged (a change that needs a reboot, applied
-// with staged_if_needing_reboot), so no engine run ever reboots a node itself; `up` runs the same
-// roll after its engine run (rolloutWithinUp). It is the upgrade roll's
-// procedure with a reboot instead of an upgrade: the cluster must be healthy first; control planes
-// one at a time, each only while etcd keeps quorum without it; then workers, at most
-// cluster.rollout.maxUnavailableWorkers at once; after each node (or batch) the node must answer
-// again, run the staged config, and the cluster must be healthy before anything else is touched.
+// `rollout <env>`: reboots the nodes whose config waits for a reboot, so no `up` ever reboots a node
+// itself (`up` runs this roll after its engine run: rolloutWithinUp): a config `up` staged (Talos 1.13's staged_if_needing_reboot), or, on Talos 1.14, which
+// applies every change at once, one whose boot-time fields differ from those the node booted with
+// (rebootState.ts). It is the upgrade roll's procedure with a reboot instead of an upgrade: the
+// cluster must be healthy first; control planes one at a time, each only while etcd keeps quorum
+// without it; then workers, at most cluster.rollout.maxUnavailableWorkers at once; after each node
+// (or batch) the node must answer again, run the config it was to boot, and the cluster must be
+// healthy before anything else is touched.
 // Unless --no-drain, each node (every node of a batch) is cordoned and drained with kubectl before
 // its reboot (Talos' reboot sequence stops pods without evicting them), and uncordoned once it is back
-// on its staged config and its Kubernetes node reports Ready, as talosctl's own reboot and upgrade do
+// on its config and its Kubernetes node reports Ready, as talosctl's own reboot and upgrade do
 // (uncordonNodes: WaitForNodeReady, then Uncordon); only then the cluster health gate, since Talos'
 // health check fails while any node is unschedulable ("all k8s nodes to report schedulable").
 import type { OutputMap } from "@pulumi/pulumi/automation";
+import { compareMinor, minorOf, parseVersion } from "../../components/talos/versions";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError, errorReason } from "../errors";
-import type { ClusterNode, DeployedCluster } from "./cluster";
+import type { ClusterNode } from "./cluster";
 import { formatDuration } from "./clock";
 import { configDifferences } from "./configCompare";
 import type { DayTwoDeps } from "./deps";
@@ -25,7 +27,7 @@ import {
   type RolloutTimeouts,
 } from "./options";
 import { type DayTwoSession, runDayTwo } from "./run";
-import type { TalosClient } from "./talosClient";
+import { KIND_WORDS, type PendingNode, pendingNodes } from "./rolloutPending";
 import { rollBatches, workerBatchSize } from "./batches";
 
 /** `rollout` as asked. */
@@ -33,7 +35,7 @@ interface RolloutRequest {
   readonly env: string;
   /** Workers rebooted at once; at most the stack's cluster.rollout.maxUnavailableWorkers. */
   readonly maxUnavailable?: number;
-  /** List the nodes with a staged change (and where they differ) without rebooting any. */
+  /** List the nodes whose config waits for a reboot (and what waits) without rebooting any. */
   readonly dryRun: boolean;
   readonly installCli: boolean;
   /** Cordon and drain each node before its reboot, uncordon it after (default true). */
@@ -41,40 +43,6 @@ interface RolloutRequest {
   /** How long `kubectl drain` may take per node (default DEFAULT_DRAIN_TIMEOUT_MS). */
   readonly drainTimeoutMs?: number;
   readonly timeouts?: Partial<RolloutTimeouts>;
-}
-
-/** A node whose staged config differs from the one it runs. */
-interface PendingNode {
-  readonly node: ClusterNode;
-  /** Where the configs differ (paths only: configs hold keys). */
-  readonly differences: readonly string[];
-  /** Where the staged config differs from the one the stack generated (empty: it is the stack's). */
-  readonly notTheStacks: readonly string[];
-}
-
-/**
- * Nodes whose staged config differs from the running one, in stack order, each compared with the
- * config the stack generated for it (the outputs' machineConfigurations).
- */
-async function pendingNodes(talos: TalosClient, cluster: DeployedCluster): Promise<PendingNode[]> {
-  const pending: PendingNode[] = [];
-  for (const node of cluster.nodes) {
-    const staged = await talos.stagedConfig(node.address);
-    const generated = cluster.machineConfigurations[node.name];
-    const differences = configDifferences(staged, await talos.machineConfig(node.address)).map(
-      (d) =>
-        d
-          .replace("(only in the stack)", "(only in the staged config)")
-          .replace("(only on the node)", "(only in the running config)"),
-    );
-    if (differences.length === 0) continue;
-    const notTheStacks =
-      generated === undefined
-        ? ["(the outputs hold no generated config for it)"]
-        : configDifferences(generated, staged);
-    pending.push({ node, differences, notTheStacks });
-  }
-  return pending;
 }
 
 /** Runs `rollout`. */
@@ -102,19 +70,23 @@ async function roll(
   const { ctx, deps, client, cluster, out } = session;
   const pending = await pendingNodes(client, cluster);
   if (pending.length === 0) {
-    out(`rollout ${request.env}: no node has a staged change; nothing to reboot`);
+    out(
+      `rollout ${request.env}: no node has a staged change or a boot-time change since it booted; nothing to reboot`,
+    );
     return ExitCode.ok;
   }
-  out(`rollout ${request.env}: staged changes on ${pending.map((p) => p.node.name).join(", ")}`);
+  out(
+    `rollout ${request.env}: waiting for a reboot: ${pending.map((p) => `${p.node.name} (${KIND_WORDS[p.state.kind]})`).join(", ")}`,
+  );
   for (const { node, differences } of pending) {
     out(
       `  ${node.name}: ${differences.slice(0, 5).join("; ")}${differences.length > 5 ? "; …" : ""}`,
     );
   }
   const foreign = pending.filter((p) => p.notTheStacks.length > 0);
-  for (const { node, notTheStacks } of foreign) {
+  for (const { node, state, notTheStacks } of foreign) {
     out(
-      `  ${node.name}: its staged config is not the stack's (${notTheStacks.slice(0, 3).join("; ")}${notTheStacks.length > 3 ? "; …" : ""})`,
+      `  ${node.name}: its ${state.kind === "staged" ? "staged" : "running"} config is not the stack's (${notTheStacks.slice(0, 3).join("; ")}${notTheStacks.length > 3 ? "; …" : ""})`,
     );
   }
   if (request.dryRun) {
@@ -125,9 +97,9 @@ async function roll(
     throw new UserError(
       {
         what: `rollout ${request.env}`,
-        problem: `${foreign.map((p) => p.node.name).join(", ")} ${foreign.length === 1 ? "has" : "have"} a staged config that is not the one the stack generated, so no node was rebooted`,
+        problem: `${foreign.map((p) => p.node.name).join(", ")} ${foreign.length === 1 ? "has" : "have"} a ${foreign.every((p) => p.state.kind === "staged") ? "staged config" : "config to boot"} that is not the one the stack generated, so no node was rebooted`,
         got: JSON.stringify(foreign[0].notTheStacks[0]),
-        fix: `Stage the stack's config with \`npm run platform -- up ${request.env}\` (it replaces what is staged), then run rollout again`,
+        fix: `Push the stack's config with \`npm run platform -- up ${request.env}\` (it replaces what is there), then run rollout again`,
       },
       ExitCode.refused,
     );
@@ -189,6 +161,7 @@ async function rollNodes(
 
   const started = deps.clock.now();
   const nodes = pending.map((p) => p.node);
+  const boots = new Map(pending.map((p) => [p.node, { config: p.nextBoot, bootId: p.bootId }]));
   const done: ClusterNode[] = [];
   for (const batch of rollBatches(nodes, maxUnavailable)) {
     const stop = await rebootBatch(
@@ -196,6 +169,7 @@ async function rollNodes(
       batch,
       timeouts,
       drainer ? { drainer, timeoutMs: drainTimeoutMs } : undefined,
+      boots,
     );
     if (stop) {
       const untouched = nodes.filter((n) => !done.includes(n) && !batch.includes(n));
@@ -226,7 +200,7 @@ async function rollNodes(
     done.push(...batch);
   }
   out(
-    `rollout ${request.env}: ${done.length} node${done.length === 1 ? "" : "s"} rebooted into their staged config in ${formatDuration(deps.clock.now() - started)}`,
+    `rollout ${request.env}: ${done.length} node${done.length === 1 ? "" : "s"} rebooted into their configs in ${formatDuration(deps.clock.now() - started)}`,
   );
   return ExitCode.ok;
 }
@@ -306,6 +280,8 @@ async function rebootBatch(
   batch: readonly ClusterNode[],
   timeouts: RolloutTimeouts,
   drain: Drain | undefined,
+  /** The config each node is to boot, and its BootID before the reboot (when it has one). */
+  boots: ReadonlyMap<ClusterNode, { readonly config: string; readonly bootId?: string }>,
 ): Promise<Stop | undefined> {
   const { deps, client, cluster, out } = session;
   const stopReason = session.stopReason();
@@ -331,7 +307,7 @@ async function rebootBatch(
   }
   const results = await Promise.allSettled(
     batch.map((node) => {
-      out(`${node.name} (${node.address}): rebooting into its staged config`);
+      out(`${node.name} (${node.address}): rebooting into its config`);
       return client.reboot(node.address, timeouts.upgradeMs);
     }),
   );
@@ -350,15 +326,26 @@ async function rebootBatch(
       pollMs: timeouts.pollMs,
     });
     if (!back.ok) return { node, step: "come back", reason: back.reason, cordoned };
+    // Booted: it runs the config it was to boot, and (Talos 1.14) it is another boot, so the
+    // boot-time fields were taken up.
+    const boot = boots.get(node)!;
     const left = configDifferences(
-      await client.stagedConfig(node.address),
-      await client.machineConfig(node.address),
+      boot.config,
+      (await client.machineConfigs(node.address)).running,
     );
     if (left.length > 0) {
       return {
         node,
         step: "config",
-        reason: `it came back without its staged config (${left.slice(0, 3).join("; ")})`,
+        reason: `it came back without the config it was to boot (${left.slice(0, 3).join("; ")})`,
+        cordoned,
+      };
+    }
+    if (boot.bootId !== undefined && (await client.bootId(node.address)) === boot.bootId) {
+      return {
+        node,
+        step: "config",
+        reason: `it answers with the BootID it had before the reboot (${boot.bootId}): it did not reboot`,
         cordoned,
       };
     }
@@ -383,7 +370,9 @@ async function rebootBatch(
   if (!health.ok) {
     return { node: batch[batch.length - 1], step: "health", reason: health.reason, cordoned: [] };
   }
-  out(`${batch.map((n) => n.name).join(", ")}: running the staged config; ${health.detail}`);
+  out(
+    `${batch.map((n) => n.name).join(", ")}: running the config it was to boot; ${health.detail}`,
+  );
   return undefined;
 }
 
@@ -419,16 +408,19 @@ async function waitForKubernetesReady(
 }
 
 /**
- * After `up`'s engine runs: the nodes whose config it staged (the outputs' applyModes say
- * `staged`) are rebooted through the roll above, gated as `rollout` is; none staged, nothing is
- * asked.
+ * After `up`'s engine runs: the nodes whose config waits for a reboot are rebooted through the
+ * roll above, gated as `rollout` is. On Talos 1.13 nothing is asked when no apply was staged (the
+ * outputs' applyModes).
  */
 export async function rolloutWithinUp(
   ctx: CliContext,
   input: { readonly env: string; readonly outputs: OutputMap; readonly installCli: boolean },
 ): Promise<void> {
-  const staged = stagedNodes(input.outputs);
-  if (staged.length === 0) return;
+  // Talos 1.13 stages what needs a reboot (applyModes says so); 1.14 applies everything at once and
+  // only the nodes can tell what waits (rebootState.ts), so they are asked.
+  const talos = parseVersion(String(input.outputs.talosVersion?.value ?? ""));
+  const asksNodes = talos !== undefined && compareMinor(minorOf(talos), "1.14") >= 0;
+  if (stagedNodes(input.outputs).length === 0 && !asksNodes) return;
   const maxUnavailable = workerBatchSize(ctx.repoRoot, input.env);
   await runDayTwo(
     ctx,

@@ -69,6 +69,21 @@ export interface EtcdMember {
   readonly learner: boolean;
 }
 
+/**
+ * A node's MachineConfig resources. Talos loads the config from its STATE partition at boot into
+ * `v1alpha1` (COSI resource version 1) and writes `persistent` only when a config is applied: an
+ * apply that takes effect at once replaces both (version 2, 3, …), a staged one only `persistent`
+ * (Talos' ApplyConfiguration and config.AcquireController, v1.13 and v1.14). Both are secrets.
+ */
+export interface NodeConfigs {
+  /** The config the node runs (`v1alpha1`), as YAML. */
+  readonly running: string;
+  /** The COSI version of `v1alpha1`: 1 while nothing was applied since the node booted. */
+  readonly runningVersion: number;
+  /** The config on disk (`persistent`), when one was applied since the boot; else it is the booted one. */
+  readonly persistent?: string;
+}
+
 /** A Talos service as `talosctl service <id>` reports it. */
 export interface ServiceStatus {
   /** `Running`, `Preparing`, `Waiting`, `Finished`, … */
@@ -103,10 +118,15 @@ export interface TalosClient {
   /** The machine config the node runs, as YAML (all documents). A secret: never print it. */
   machineConfig(node: string): Promise<string>;
   /**
-   * The config the node keeps on disk (MachineConfig `persistent`): ahead of the running one when a
-   * change was staged for the next reboot. A secret: never print it.
+   * The node's MachineConfig resources (`talosctl get machineconfig`): the config it runs and the
+   * one it keeps on disk, with how often the running one was replaced since the node booted.
    */
-  stagedConfig(node: string): Promise<string>;
+  machineConfigs(node: string): Promise<NodeConfigs>;
+  /**
+   * The node's boot (Talos 1.14's `BootID` resource, the kernel's boot_id): another one after every
+   * reboot; undefined when the node's Talos has no such resource (1.13).
+   */
+  bootId(node: string): Promise<string | undefined>;
   /** Reboots one node and waits until it is back (`talosctl reboot --wait`). */
   reboot(node: string, timeoutMs: number): Promise<void>;
   /** Waits until the cluster is healthy (Talos' own checks: etcd, kubelet, API server, nodes ready). */
@@ -134,8 +154,19 @@ export interface TalosClient {
   etcdLeave(node: string): Promise<void>;
   /** Removes a member that cannot leave by itself (its node is gone), through another control plane. */
   etcdRemoveMember(via: string, memberId: string): Promise<void>;
-  /** Wipes a control plane's EPHEMERAL partition (etcd data) and reboots it; machine config and secrets stay. */
-  wipeEphemeral(node: string): Promise<void>;
+  /**
+   * How the node keeps etcd's data: the type of its `ETCD` volume (`VolumeStatus ETCD`): `partition`
+   * for a dedicated partition (Talos 1.14 `VolumeConfig` ETCD with `provisioning`), which wiping
+   * EPHEMERAL leaves intact; `directory` under EPHEMERAL (the default); undefined when the node has
+   * no ETCD volume status.
+   */
+  etcdVolume(node: string): Promise<string | undefined>;
+  /**
+   * Wipes system volumes of a control plane by label (`EPHEMERAL`, `ETCD`: etcd's data) and reboots
+   * it (`talosctl reset --graceful=false --reboot --system-labels-to-wipe=…`); its STATE, so its
+   * machine config and the cluster's secrets, stays.
+   */
+  wipeVolumes(node: string, labels: readonly string[]): Promise<void>;
   /** Bootstraps etcd on one control plane from a snapshot (disaster recovery). */
   bootstrapRecover(node: string, snapshot: string, skipHashCheck: boolean): Promise<void>;
 }

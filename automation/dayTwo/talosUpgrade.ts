@@ -5,7 +5,18 @@
 import * as path from "node:path";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError, errorReason } from "../errors";
-import type { ClusterNode, DeployedCluster } from "./cluster";
+import {
+  compareMinor,
+  GENERATOR_MACHINERY,
+  minorOf,
+  parseVersion,
+} from "../../components/talos/versions";
+import {
+  type ClusterNode,
+  type DeployedCluster,
+  type StackCluster,
+  readStackCluster,
+} from "./cluster";
 import { formatDuration } from "./clock";
 import { healthGate, quorumGate, sameVersion, versionGate, waitForNode } from "./gates";
 import {
@@ -82,6 +93,7 @@ export async function upgradeTalos(
   request: TalosUpgradeRequest,
 ): Promise<ExitCodeValue> {
   const to = talosTarget(request.to);
+  refuseUnpinnedContract(readStackCluster(ctx.repoRoot, request.env), to);
   const maxUnavailable = workerBatchSize(ctx.repoRoot, request.env, request.maxUnavailable);
   return runDayTwo(
     ctx,
@@ -110,6 +122,26 @@ export async function upgradeTalos(
       );
       return ExitCode.ok;
     },
+  );
+}
+
+/**
+ * A stack file without configContract takes talosVersion's: bumping it past what the provider's
+ * generator knows (GENERATOR_MACHINERY) would leave a stack file that no longer validates after a
+ * whole roll. Refused before anything is touched.
+ */
+function refuseUnpinnedContract(stack: StackCluster, to: string): void {
+  const target = parseVersion(to);
+  if (stack.configContract !== undefined || !target) return;
+  if (compareMinor(minorOf(target), GENERATOR_MACHINERY) <= 0) return;
+  throw new UserError(
+    {
+      what: `${path.basename(stack.file)} cluster.configContract`,
+      problem: `is not set, so moving talosVersion to ${to} would move the config contract to ${minorOf(target)}, which the Talos provider's config generator (Talos machinery ${GENERATOR_MACHINERY}) does not know: the stack file would no longer validate`,
+      got: JSON.stringify(stack.talosVersion),
+      fix: `Pin cluster.configContract to the version the cluster was created with (${stack.talosVersion} if it was), commit it, then rerun; nothing was changed`,
+    },
+    ExitCode.refused,
   );
 }
 

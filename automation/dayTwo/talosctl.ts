@@ -9,19 +9,23 @@ import {
   KUBERNETES_COMPONENTS,
   type KubernetesUpgrade,
   type HealthCheck,
+  type NodeConfigs,
   type ServiceStatus,
   type TalosClient,
   type TalosConnection,
 } from "./talosClient";
 import {
+  parseBootId,
   parseClientVersion,
   parseEtcdMembers,
   parseKubeletVersion,
   parseHealthFailure,
   parseMachineConfig,
+  parseMachineConfigs,
   parseSchematic,
   parseServerVersion,
   parseServiceStatus,
+  parseVolumeType,
   withoutSecretDiffs,
 } from "./talosctlOutput";
 import { type CommandRunner, Tool } from "./toolRunner";
@@ -143,13 +147,20 @@ export class TalosctlClient implements TalosClient {
     );
   }
 
-  async stagedConfig(node: string): Promise<string> {
-    return parseMachineConfig(
-      await this.exec(["get", "machineconfig", "persistent", "--output", "yaml"], {
+  async machineConfigs(node: string): Promise<NodeConfigs> {
+    // The list, not `get machineconfig persistent`: a node that booted and took no config since
+    // has no `persistent` resource, and asking for it by ID fails with NotFound.
+    return parseMachineConfigs(
+      await this.exec(["get", "machineconfig", "--output", "yaml"], {
         node,
         timeoutMs: TALOSCTL_TIMEOUTS.query,
       }),
     );
+  }
+
+  async bootId(node: string): Promise<string | undefined> {
+    const output = await this.getResource(node, "bootid", "boot-id");
+    return output === undefined ? undefined : parseBootId(output);
   }
 
   async reboot(node: string, timeoutMs: number): Promise<void> {
@@ -270,11 +281,31 @@ export class TalosctlClient implements TalosClient {
     });
   }
 
-  async wipeEphemeral(node: string): Promise<void> {
+  async etcdVolume(node: string): Promise<string | undefined> {
+    const output = await this.getResource(node, "volumestatus", "ETCD");
+    return output === undefined ? undefined : parseVolumeType(output);
+  }
+
+  async wipeVolumes(node: string, labels: readonly string[]): Promise<void> {
     await this.exec(
-      ["reset", "--graceful=false", "--reboot", "--system-labels-to-wipe=EPHEMERAL"],
+      ["reset", "--graceful=false", "--reboot", `--system-labels-to-wipe=${labels.join(",")}`],
       { node, timeoutMs: TALOSCTL_TIMEOUTS.reset, stream: true },
     );
+  }
+
+  /**
+   * `talosctl get <type> <id> --output yaml`, or undefined when the node has no such resource, or
+   * its Talos no such resource type: talosctl then fails with gRPC's NotFound (the server's "doesn't
+   * exist", or its own "is not registered" for a type the node's Talos does not define).
+   */
+  private async getResource(node: string, type: string, id: string): Promise<string | undefined> {
+    const call = { node, timeoutMs: TALOSCTL_TIMEOUTS.query };
+    const { args, shown } = this.command(["get", type, id, "--output", "yaml"], call);
+    const toolCall = { timeoutMs: call.timeoutMs, shown, fix: "Fix the cause and rerun" };
+    const result = await this.tool.start(args, toolCall);
+    if (result.code === 0 && !result.timedOut) return result.stdout;
+    if (!result.timedOut && /code = NotFound/.test(result.stderr)) return undefined;
+    throw this.tool.failure(result, toolCall);
   }
 
   async bootstrapRecover(node: string, snapshot: string, skipHashCheck: boolean): Promise<void> {

@@ -4,7 +4,7 @@
 // could not find instead of guessing.
 import { parseAllDocuments, stringify } from "yaml";
 import { parseVersion } from "../../components/talos/versions";
-import type { EtcdMember, ServiceStatus } from "./talosClient";
+import type { EtcdMember, NodeConfigs, ServiceStatus } from "./talosClient";
 
 /** talosctl printed something this CLI cannot read. */
 class TalosctlOutputError extends Error {
@@ -183,22 +183,85 @@ export function imageSchematic(image: string): string | undefined {
 }
 
 /**
- * The machine config from `talosctl get machineconfig -o yaml`. The resource's spec is the config
- * itself: a string holding every document (multi-document configs) or, in older releases, the
- * v1alpha1 document as a mapping.
+ * A MachineConfig resource's spec: the config itself, a string holding every document
+ * (multi-document configs) or, in older releases, the v1alpha1 document as a mapping.
  */
+function configSpec(resource: Record<string, unknown>): string | undefined {
+  const spec = resource.spec;
+  if (typeof spec === "string" && spec.trim() !== "") return spec;
+  if (typeof spec === "object" && spec !== null) return stringify(spec);
+  return undefined;
+}
+
+/** Never echo a machine config: it holds the cluster's keys. */
+const WITHHELD = "(output withheld: it may hold secrets)";
+
+/** The machine config from `talosctl get machineconfig <id> -o yaml`. */
 export function parseMachineConfig(output: string): string {
   for (const resource of resources("get machineconfig", output)) {
-    const spec = resource.spec;
-    if (typeof spec === "string" && spec.trim() !== "") return spec;
-    if (typeof spec === "object" && spec !== null) return stringify(spec);
+    const spec = configSpec(resource);
+    if (spec !== undefined) return spec;
   }
-  // Never echo the output: it is the node's config, secrets included.
-  throw new TalosctlOutputError(
-    "get machineconfig",
-    "a resource with a spec",
-    "(output withheld: it may hold secrets)",
-  );
+  throw new TalosctlOutputError("get machineconfig", "a resource with a spec", WITHHELD);
+}
+
+/**
+ * Every MachineConfig of a node from `talosctl get machineconfig -o yaml` (no ID: the list, one
+ * YAML document per resource after its `node:` line): `v1alpha1` with its `metadata.version`, and
+ * `persistent` when the node has one.
+ */
+export function parseMachineConfigs(output: string): NodeConfigs {
+  let running: { spec: string; version: number } | undefined;
+  let persistent: string | undefined;
+  for (const resource of resources("get machineconfig", output)) {
+    const metadata = (resource.metadata ?? {}) as { id?: unknown; version?: unknown };
+    const spec = configSpec(resource);
+    if (spec === undefined) continue;
+    if (metadata.id === "v1alpha1") {
+      const version = Number(metadata.version);
+      if (!Number.isInteger(version) || version < 1) {
+        throw new TalosctlOutputError(
+          "get machineconfig",
+          "metadata.version of v1alpha1 as a number",
+          WITHHELD,
+        );
+      }
+      running = { spec, version };
+    } else if (metadata.id === "persistent") persistent = spec;
+  }
+  if (!running) {
+    throw new TalosctlOutputError(
+      "get machineconfig",
+      "the v1alpha1 resource with a spec",
+      WITHHELD,
+    );
+  }
+  return {
+    running: running.spec,
+    runningVersion: running.version,
+    ...(persistent !== undefined ? { persistent } : {}),
+  };
+}
+
+/** The boot ID from `talosctl get bootid -o yaml` (Talos 1.14's BootIDSpec: `spec.bootID`). */
+export function parseBootId(output: string): string {
+  for (const resource of resources("get bootid", output)) {
+    const id = (resource.spec as { bootID?: unknown } | undefined)?.bootID;
+    if (typeof id === "string" && id !== "") return id;
+  }
+  throw new TalosctlOutputError("get bootid", "a resource with spec.bootID", output);
+}
+
+/**
+ * The `type` of a volume from `talosctl get volumestatus <id> -o yaml` (`partition`, `directory`, …:
+ * Talos' VolumeType names, `VolumeStatusSpec.type`).
+ */
+export function parseVolumeType(output: string): string {
+  for (const resource of resources("get volumestatus", output)) {
+    const type = (resource.spec as { type?: unknown } | undefined)?.type;
+    if (typeof type === "string" && type !== "") return type;
+  }
+  throw new TalosctlOutputError("get volumestatus", "a resource with spec.type", output);
 }
 
 /** An image reference split into its parts: `repo/name`, the tag and the digest (each optional). */

@@ -4,7 +4,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { getCredential } from "./runSecrets";
 import { runtimeStackValues } from "./runtimeValues";
 import type { PlatformSpec } from "../spec/types";
-import { validatePlatformConfig } from "./validate";
+import { checkPlatformConfig } from "./validate";
 
 /** Secret inputs that never live in plain text in the stack file. */
 export interface PlatformSecrets {
@@ -28,18 +28,21 @@ export interface PlatformSecrets {
 export interface LoadedConfig {
   readonly spec: PlatformSpec;
   readonly secrets: PlatformSecrets;
+  /** What the validation found valid but worth knowing (the program logs each as a warning). */
+  readonly warnings: readonly string[];
 }
 
 /** Reads and validates the current stack's `talos-platform:*` keys. */
 export function loadPlatformConfig(): LoadedConfig {
   const config = new pulumi.Config();
   const { values, presentKeys, secretKeys } = runtimeStackValues();
-  const spec = validatePlatformConfig(
+  const { spec, warnings } = checkPlatformConfig(
     { ...values, presentKeys, secretKeys, project: pulumi.getProject() },
     `Pulumi.${pulumi.getStack()}.yaml`,
   );
   return {
     spec,
+    warnings,
     secrets: {
       proxmoxApiToken: getCredential(config, "proxmoxApiToken"),
       fluxDeployKey: getCredential(config, "fluxDeployKey"),

@@ -90,15 +90,35 @@ export function once<T>(compute: () => readonly T[]): () => readonly T[] {
   return () => (value ??= compute());
 }
 
+/** `key: problem[; got value][. hint]`. */
+function message(path: KeyPath, problem: string, opts: { got?: unknown; hint?: string }): string {
+  const got = "got" in opts ? `; got ${show(opts.got)}` : "";
+  const hint = opts.hint ? `. ${opts.hint}` : "";
+  return `${keyOf(path)}: ${problem}${got}${hint}`;
+}
+
 /** Accumulates problems; nothing is thrown until every check has run. */
 export class Problems {
   private readonly list: string[] = [];
+  private readonly warningList: string[] = [];
 
   /** Records `key: problem[; got value][. hint]`. */
   add(path: KeyPath, problem: string, opts: { got?: unknown; hint?: string } = {}): void {
-    const got = "got" in opts ? `; got ${show(opts.got)}` : "";
-    const hint = opts.hint ? `. ${opts.hint}` : "";
-    this.addMessage(`${keyOf(path)}: ${problem}${got}${hint}`);
+    this.addMessage(message(path, problem, opts));
+  }
+
+  /**
+   * Records something valid that is worth knowing (what a newer Talos deprecated, say), in the same
+   * format; a warning never stops the stack.
+   */
+  warn(path: KeyPath, problem: string, opts: { got?: unknown; hint?: string } = {}): void {
+    const line = message(path, problem, opts);
+    if (!this.warningList.includes(line)) this.warningList.push(line);
+  }
+
+  /** All warnings, in the order found. */
+  get warnings(): readonly string[] {
+    return this.warningList;
   }
 
   /**

@@ -9,15 +9,27 @@ import { parseStack, RawStackConfig } from "./parse";
 import { Problems } from "./problems";
 import { RULES } from "./rules";
 
+/** A valid stack, and what is valid but worth knowing about it. */
+export interface CheckedPlatformConfig {
+  readonly spec: PlatformSpec;
+  /** `<key>: <what>. <what to do>` lines, e.g. what the Talos the nodes run has deprecated. */
+  readonly warnings: readonly string[];
+}
+
 /**
  * Validates the whole stack config. Every rule runs even when a section is broken, so the error lists
  * every problem at once. Pure: callable on a stack file's values (see `stackFileValues`).
  * @throws StackConfigError naming each offending key.
  */
-export function validatePlatformConfig(raw: RawStackConfig, stackFile: string): PlatformSpec {
+export function checkPlatformConfig(raw: RawStackConfig, stackFile: string): CheckedPlatformConfig {
   const parsed = parseStack(raw, stackFile);
   const problems = new Problems();
   for (const rule of RULES) rule(parsed, problems);
   problems.throwIfAny(stackFile);
-  return normalizeStack(completeStack(parsed));
+  return { spec: normalizeStack(completeStack(parsed)), warnings: problems.warnings };
+}
+
+/** {@link checkPlatformConfig} without the warnings. */
+export function validatePlatformConfig(raw: RawStackConfig, stackFile: string): PlatformSpec {
+  return checkPlatformConfig(raw, stackFile).spec;
 }

@@ -6,6 +6,7 @@
 // So a bare `pulumi up` never restarts every kubelet at once, never downgrades, never adds etcd
 // members in parallel and never removes a control plane that is still an etcd member.
 // Pure: the CLI applies the same rules to plan and to print the disruption ahead.
+import type { BootRecord } from "./bootRecords";
 import { compareMinor, minorOf, parseVersion } from "./versions";
 
 /** The environment variable the CLI's `platform up` sets for the steps it completed (JSON). */
@@ -21,6 +22,11 @@ export interface ConvergeRequest {
   readonly installers?: Readonly<Record<string, string>>;
   /** Control planes that left etcd, which this run may remove. */
   readonly leftEtcd?: readonly string[];
+  /**
+   * What each node booted with, by name, as the CLI read it before this run pushes (bootRecords.ts);
+   * the run exports them over the last outputs' records.
+   */
+  readonly bootRecords?: Readonly<Record<string, BootRecord>>;
 }
 
 /** The converge request of this run; none outside the CLI's `platform up`. */

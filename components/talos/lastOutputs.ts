@@ -3,6 +3,7 @@
 // bootstrapped). The engine's builtin provider answers with the stack's latest checkpoint, which
 // during an update still holds the previous run's outputs; a stack never deployed has none.
 import * as pulumi from "@pulumi/pulumi";
+import { BOOT_RECORDS_OUTPUT } from "./bootRecords";
 import { BOOTSTRAP_OUTPUT } from "./bootstrapRecord";
 
 /** The outputs the program reads back. */
@@ -14,6 +15,7 @@ const READ = [
   "talosVersion",
   "kubernetesVersion",
   "installerImages",
+  BOOT_RECORDS_OUTPUT,
 ] as const;
 
 /** The running stack's fully qualified name, as a StackReference to it takes it. */

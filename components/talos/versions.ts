@@ -24,6 +24,16 @@ export const TALOS_RELEASES: readonly TalosRelease[] = [
   { minor: "1.14", upgradeFrom: "1.12.0", kubernetes: { min: "1.32", max: "1.37" } },
 ];
 
+/**
+ * The newest config contract the Talos provider's config generator knows: pulumiverse talos v0.8.1
+ * wraps terraform-provider-talos v0.11.0, which generates configs with Talos' own machinery
+ * (`github.com/siderolabs/talos/pkg/machinery` v1.13.0). Machinery 1.13 gates nothing on a contract
+ * newer than 1.13 (its `config/contract.go` knows contracts up to `TalosVersion1_13`), so a 1.14
+ * contract would be accepted and silently generate 1.13's configs, until a provider release with
+ * machinery 1.14 switched every node's config to 1.14's documents at once. Raise it with the provider.
+ */
+export const GENERATOR_MACHINERY = "1.13";
+
 /** A strict `MAJOR.MINOR.PATCH` with an optional leading `v`; undefined when malformed. */
 export function parseVersion(value: string): semver.SemVer | undefined {
   if (!/^v?\d+\.\d+\.\d+$/.test(value)) return undefined;

@@ -275,7 +275,7 @@ export function testContext(
     host: { pid: process.pid, hostname: "test-host", isAlive: () => true },
     random: (size: number) => Buffer.alloc(size, 7),
     // The stack files of engine-run tests are placeholders; readiness tests pass the real validation.
-    validateStack: () => [],
+    validateStack: () => ({ problems: [], warnings: [] }),
     gcs: memoryGcs(),
     ...overrides,
     workspaces,

@@ -4,7 +4,7 @@ import * as path from "node:path";
 import { runCli } from "../../automation/cli";
 import { ExitCode } from "../../automation/errors";
 import { missingCliError } from "../../automation/pulumiCli";
-import { configProblems } from "../../automation/readiness";
+import { validateStackConfig } from "../../automation/readiness";
 import { ROOT, cleanupRepos, makeRepo, testContext } from "./helpers";
 
 /** A repository with the real examples/ folder. */
@@ -18,7 +18,7 @@ describe("init", () => {
   afterEach(cleanupRepos);
 
   const context = (root: string, env: Record<string, string> = {}) =>
-    testContext({ repoRoot: root, env, validateStack: configProblems });
+    testContext({ repoRoot: root, env, validateStack: validateStackConfig });
 
   it("writes the stack file from an example, creates the stack with its secrets provider, and says what is missing", async () => {
     const root = repoWithExamples();

@@ -6,7 +6,7 @@ import semverGte from "semver/functions/gte";
 import { PROGRAM_CLI_MINIMUM, PULUMI_CLI_MINIMUM, probePulumiCli } from "../../automation/cliProbe";
 import { ExitCode } from "../../automation/errors";
 import { missingCliError } from "../../automation/pulumiCli";
-import { configProblems } from "../../automation/readiness";
+import { validateStackConfig } from "../../automation/readiness";
 import { METAL_STACK, cleanupRepos, makeRepo, testContext } from "./helpers";
 import { cleanupTemp, fakeTools, tempDir } from "./process";
 
@@ -39,7 +39,11 @@ describe("validate", () => {
 
   /** A context with the real validation, a clean HOME and the given PATH. */
   const context = (root: string, env: Record<string, string> = {}) =>
-    testContext({ repoRoot: root, env: { HOME: home, ...env }, validateStack: configProblems });
+    testContext({
+      repoRoot: root,
+      env: { HOME: home, ...env },
+      validateStack: validateStackConfig,
+    });
   const withPulumi = () => ({ PATH: fakeTools({ pulumi: "v3.276.0" }) });
 
   it("reports every config problem, every missing credential with where it was looked for, and the missing Pulumi CLI, at once", async () => {
@@ -67,6 +71,23 @@ describe("validate", () => {
       /^validate: 0 of 2 stacks ready; 2 with problems; no usable Pulumi CLI\n$/m,
     );
     assert.equal(ctx.stderr.text, "");
+  });
+
+  it("prints the validation's warnings under a ready stack: what the newer Talos the nodes run deprecated", async () => {
+    const upgraded = METAL_STACK.replace(
+      "    talosVersion: v1.13.9\n",
+      "    talosVersion: v1.14.1\n    configContract: v1.13.9\n    patches: { all: [{ machine: { kubelet: { extraArgs: { v: '2' } } } }] }\n",
+    );
+    const root = makeRepo({
+      foundation: { project: "talos-platform", stacks: { metal: upgraded } },
+    });
+    const ctx = context(root, withPulumi());
+    assert.equal(await runCli(["validate"], ctx), ExitCode.ok, ctx.stdout.text);
+    assert.match(ctx.stdout.text, /^foundation\/metal \(Pulumi\.metal\.yaml\): ready to preview$/m);
+    assert.match(
+      ctx.stdout.text,
+      /^ {4}warning: cluster\.patches\.all\[0\]: sets machine\.kubelet, which Talos 1\.14 \(cluster\.talosVersion\) has deprecated; it is valid for config contract 1\.13/m,
+    );
   });
 
   it("exits 0 when every stack is ready: valid, its credentials found, a Pulumi CLI present", async () => {
@@ -258,7 +279,7 @@ describe("preview and up: everything missing in one report", () => {
   it("names the config problems, the missing credentials and the missing Pulumi CLI together, and runs nothing", async () => {
     const root = makeRepo({ foundation: { project: "talos-platform", stacks: { lab: broken } } });
     for (const operation of ["preview", "up"]) {
-      const ctx = testContext({ repoRoot: root, validateStack: configProblems });
+      const ctx = testContext({ repoRoot: root, validateStack: validateStackConfig });
       ctx.workspaces.cliError = missingCliError(
         "/home/op/.pulumi/versions/3.276.0",
         new Error("spawn pulumi ENOENT"),
@@ -288,13 +309,13 @@ describe("preview and up: everything missing in one report", () => {
     const root = makeRepo({ foundation: { project: "talos-platform", stacks: { lab: broken } } });
     const ctx = testContext({
       repoRoot: root,
-      validateStack: configProblems,
+      validateStack: validateStackConfig,
       env: { PROXMOX_VE_API_TOKEN: "op@pve!t=FAKE-SECRET" },
     });
     assert.equal(await runCli(["refresh", "lab"], ctx), ExitCode.ok);
     const preview = testContext({
       repoRoot: root,
-      validateStack: configProblems,
+      validateStack: validateStackConfig,
       env: { PROXMOX_VE_API_TOKEN: "op@pve!t=FAKE-SECRET" },
     });
     assert.equal(await runCli(["preview", "lab"], preview), ExitCode.usage);

@@ -5,7 +5,7 @@ import fc from "fast-check";
 import { strict as assert } from "node:assert";
 import { StackConfigError } from "../../components/config/problems";
 import { validatePlatformConfig } from "../../components/config/validate";
-import { TALOS_RELEASES } from "../../components/talos/versions";
+import { GENERATOR_MACHINERY, TALOS_RELEASES } from "../../components/talos/versions";
 import { GITHUB_KNOWN_HOSTS } from "../fixtures";
 
 type Platform = "proxmox" | "baremetal" | "oci" | "openstack";
@@ -85,7 +85,10 @@ const hex = (n: number) => n.toString(16).padStart(2, "0");
 /** A stack file's values (plus the secret and present keys) of a given shape. */
 export function build(s: Shape): any {
   const release = TALOS_RELEASES[s.release];
-  const minor = minorNumber(release.minor);
+  // A release newer than the provider's generator needs a pinned contract it knows; the patches
+  // are the contract's.
+  const pinned = minorNumber(release.minor) > minorNumber(GENERATOR_MACHINERY);
+  const minor = pinned ? minorNumber(GENERATOR_MACHINERY) : minorNumber(release.minor);
   const nodes: any[] = [];
   const staticNode = (i: number, platform: "proxmox" | "baremetal", role: string, mac: boolean) => {
     const v4 = `192.0.2.${11 + i}`;
@@ -151,6 +154,7 @@ export function build(s: Shape): any {
       name: "demo",
       endpoint: "api.demo.example.net",
       talosVersion: `v${release.minor}.3`,
+      ...(pinned ? { configContract: `v${GENERATOR_MACHINERY}.9` } : {}),
       kubernetesVersion: `${release.kubernetes.max}.1`,
       network: {
         nameservers: ["192.0.2.1"],

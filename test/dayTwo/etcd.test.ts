@@ -18,14 +18,21 @@ class RejoiningTalos extends FakeTalos {
   private readonly wiping = new Set<string>();
   readonly failWipe = new Set<string>();
 
-  async wipeEphemeral(node: string): Promise<void> {
+  async wipeVolumes(node: string, labels: readonly string[]): Promise<void> {
     const n = this.node(node);
     this.log.push(`wipe ${n.name}`);
+    this.wiped.set(n.name, labels);
     this.wiping.add(n.name);
     // The reset and reboot take a while: the call returns once the node is back.
     await new Promise((resolve) => setImmediate(resolve));
     this.wiping.delete(n.name);
     if (this.failWipe.has(n.name)) throw new Error(`rpc error: reset failed on ${n.name}`);
+    // A wipe that missed etcd's volume leaves its data: it comes back as it was.
+    const before = n.etcd;
+    if (!this.wipeEtcdData(n, labels)) {
+      n.etcd = before ?? { state: "Running", health: "Fail" };
+      return;
+    }
     const cps = this.nodes.filter((x) => x.role === "controlplane");
     const holding = cps.filter(
       (x) => x !== n && !this.wiping.has(x.name) && x.etcd?.state !== "Preparing",
@@ -172,6 +179,43 @@ describe("etcd restore", () => {
       0,
       "never runs the engine: the Secrets resource is untouched",
     );
+  });
+
+  it("wipes the dedicated ETCD volume too where a Talos 1.14 node keeps etcd on a partition of its own, which wiping EPHEMERAL leaves intact", async () => {
+    const { f } = lostQuorum();
+    f.talos.byName("cp-2").etcdVolume = "partition";
+    const code = await runCli(["etcd", "restore", "staging", "--from", "db.snapshot"], f.ctx);
+    assert.equal(code, ExitCode.ok, f.ctx.stderr.text + f.ctx.stdout.text);
+    assert.deepEqual(Object.fromEntries(f.talos.wiped), {
+      "cp-1": ["EPHEMERAL"],
+      "cp-2": ["EPHEMERAL", "ETCD"],
+      "cp-3": ["EPHEMERAL"],
+    });
+    assert.match(
+      f.questions[0],
+      /^Step 1 of 3: wipe the EPHEMERAL partition \(etcd data\) of cp-1, cp-2, cp-3 and the dedicated ETCD volume of cp-2 and reboot them\?/,
+    );
+    assert.match(
+      f.ctx.stdout.text,
+      /cp-2: talosctl reset --graceful=false --reboot --system-labels-to-wipe=EPHEMERAL,ETCD\n/,
+    );
+    // Every node says where its etcd data is before anything is wiped.
+    const firstWipe = f.talos.log.indexOf("wipe cp-1");
+    for (const cp of ["cp-1", "cp-2", "cp-3"]) {
+      assert.ok(f.talos.log.indexOf(`volume ETCD ${cp}`) < firstWipe, cp);
+    }
+  });
+
+  it("would never get a dedicated ETCD volume's member to Preparing by wiping EPHEMERAL alone", async () => {
+    // The fake's reset keeps etcd's data unless its volume was wiped, as Talos' does: the rule the
+    // restore relies on, shown on its own.
+    const { f } = lostQuorum();
+    const node = f.talos.byName("cp-2");
+    node.etcdVolume = "partition";
+    await f.talos.wipeVolumes(node.address, ["EPHEMERAL"]);
+    assert.notEqual(node.etcd?.state, "Preparing");
+    await f.talos.wipeVolumes(node.address, ["EPHEMERAL", "ETCD"]);
+    assert.equal(node.etcd?.state, "Preparing");
   });
 
   it("stops at a no and changes nothing further", async () => {
@@ -322,7 +366,7 @@ describe("etcd restore", () => {
 
   it("gives up on waiting for Preparing after its time-out, on the injected clock", async () => {
     const { f } = lostQuorum();
-    f.talos.wipeEphemeral = async (node) => {
+    f.talos.wipeVolumes = async (node) => {
       f.talos.log.push(`wipe ${f.talos.node(node).name}`);
       // The node never gets to Preparing.
     };
@@ -339,7 +383,7 @@ describe("etcd restore", () => {
 
   it("waits --wait-timeout instead, and documents its default", async () => {
     const { f } = lostQuorum();
-    f.talos.wipeEphemeral = async (node) => {
+    f.talos.wipeVolumes = async (node) => {
       f.talos.log.push(`wipe ${f.talos.node(node).name}`);
     };
     const argv = ["etcd", "restore", "staging", "--from", "db.snapshot", "--yes"];

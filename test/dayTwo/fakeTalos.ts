@@ -7,6 +7,7 @@ import type {
   EtcdMember,
   HealthCheck,
   KubernetesUpgrade,
+  NodeConfigs,
   ServiceStatus,
   TalosClient,
   TalosConnection,
@@ -54,6 +55,12 @@ export interface FakeNode {
   etcd?: ServiceStatus;
   /** The Image Factory schematic it booted (an upgrade with a Factory image sets it). */
   schematic?: string;
+  /** The type of its ETCD volume: `directory` under EPHEMERAL (default) or a dedicated `partition`. */
+  etcdVolume?: string;
+  /** MachineConfig v1alpha1's version: 1 until a config is applied since the boot (default 1). */
+  configVersion?: number;
+  /** How many times it booted in the test (its BootID, on Talos 1.14, changes with it). */
+  boots?: number;
 }
 
 /** What an upgrade of a node does. */
@@ -229,21 +236,49 @@ export class FakeTalos implements TalosClient {
     this.staged.set(name, running.replace("machine:\n", `machine:\n  sysctls:\n    ${sysctl}\n`));
   }
 
-  async stagedConfig(node: string): Promise<string> {
-    const n = this.node(node);
-    this.log.push(`staged ${n.name}`);
-    return this.staged.get(n.name) ?? n.config;
+  /**
+   * A config applied as Talos 1.14 applies it (`auto` is no-reboot): the node runs it at once and
+   * keeps it on disk; nothing is staged, whatever it changes.
+   */
+  applyNow(name: string, config: string): void {
+    const n = this.byName(name);
+    n.config = config;
+    n.configVersion = (n.configVersion ?? 1) + 1;
+    this.staged.set(name, config);
+  }
+
+  async machineConfigs(node: string): Promise<NodeConfigs> {
+    const n = this.reach(node);
+    this.log.push(`configs ${n.name}`);
+    const persistent = this.staged.get(n.name);
+    return {
+      running: n.config,
+      runningVersion: n.configVersion ?? 1,
+      ...(persistent !== undefined ? { persistent } : {}),
+    };
+  }
+
+  async bootId(node: string): Promise<string | undefined> {
+    const n = this.reach(node);
+    this.log.push(`bootid ${n.name}`);
+    // BootID came with Talos 1.14.
+    return /^v1\.(1[4-9]|[2-9]\d)\./.test(n.version) ? `boot-${n.name}-${n.boots ?? 1}` : undefined;
+  }
+
+  /** A boot, as Talos boots: the config on disk is loaded, nothing applied since, a new BootID. */
+  protected boot(n: FakeNode): void {
+    const onDisk = this.staged.get(n.name);
+    if (onDisk !== undefined && !this.keepsOld.has(n.name)) n.config = onDisk;
+    this.staged.delete(n.name);
+    n.configVersion = 1;
+    n.boots = (n.boots ?? 1) + 1;
   }
 
   async reboot(node: string, _timeoutMs: number): Promise<void> {
     const n = this.node(node);
     this.log.push(`reboot ${n.name}`);
     this.clock.time += 60_000;
-    const staged = this.staged.get(n.name);
-    if (staged && !this.keepsOld.has(n.name)) {
-      n.config = staged;
-      this.staged.delete(n.name);
-    }
+    this.boot(n);
   }
 
   /** Every health check, in order, with the wait it was given. */
@@ -354,6 +389,7 @@ export class FakeTalos implements TalosClient {
       n.version = imageTag(image)!;
       const schematic = imageSchematic(image);
       if (schematic) n.schematic = schematic;
+      this.boot(n);
     }
   }
 
@@ -401,10 +437,37 @@ export class FakeTalos implements TalosClient {
     this.members = this.members.filter((m) => m.id !== memberId);
   }
 
-  async wipeEphemeral(node: string): Promise<void> {
+  async etcdVolume(node: string): Promise<string | undefined> {
+    const n = this.reach(node);
+    this.log.push(`volume ETCD ${n.name}`);
+    return n.etcdVolume ?? "directory";
+  }
+
+  /** The labels of every wipe, by node name. */
+  readonly wiped = new Map<string, readonly string[]>();
+
+  async wipeVolumes(node: string, labels: readonly string[]): Promise<void> {
     const n = this.reach(node);
     this.log.push(`wipe ${n.name}`);
-    n.etcd = { state: "Preparing", health: "?" };
+    this.wiped.set(n.name, labels);
+    this.wipeEtcdData(n, labels);
+  }
+
+  /**
+   * What a reset does to etcd, as Talos' reset handler and etcd service do: a directory-backed ETCD
+   * label alone is refused (it lives on EPHEMERAL); etcd starts empty, waiting for a bootstrap, only
+   * when the volume holding its data was wiped.
+   */
+  protected wipeEtcdData(n: FakeNode, labels: readonly string[]): boolean {
+    const dedicated = n.etcdVolume === "partition";
+    if (!dedicated && labels.includes("ETCD") && !labels.includes("EPHEMERAL")) {
+      throw new Error(
+        'failed to reset: volume "ETCD" resides on volume "EPHEMERAL", and therefore "ETCD" cannot be wiped without wiping "EPHEMERAL"',
+      );
+    }
+    const empty = labels.includes(dedicated ? "ETCD" : "EPHEMERAL");
+    if (empty) n.etcd = { state: "Preparing", health: "?" };
+    return empty;
   }
 
   async bootstrapRecover(node: string, snapshot: string, skipHashCheck: boolean): Promise<void> {

@@ -29,8 +29,12 @@ function flag(args: readonly string[], name: string): string | undefined {
 function recordingOf(args: readonly string[]): string {
   const [first, second, third] = args;
   if (first === "etcd" || first === "service") return `${first}-${second}`;
-  if (first === "get")
-    return second === "machineconfig" ? `get-${second}-${third}` : `get-${second}`;
+  if (first === "get") {
+    // `get machineconfig` without an ID lists every MachineConfig of the node.
+    return second === "machineconfig" && !third.startsWith("--")
+      ? `get-${second}-${third}`
+      : `get-${second}`;
+  }
   if (first === "bootstrap") return "bootstrap-recover";
   return first;
 }
@@ -98,6 +102,12 @@ function replaceBlock(text: string, key: string, body: string): string {
     .map((line) => (line === "" ? line : indent + line));
   const rest = lines.slice(end);
   return [...lines.slice(0, at + 1), ...indented, ...(rest.length > 0 ? rest : [""])].join("\n");
+}
+
+/** A recorded MachineConfig resource (metadata, then `spec: |`) holding `config` as its spec. */
+function withSpec(resource: string, config: string): string {
+  const at = resource.indexOf("\nspec: |");
+  return resource.slice(0, at) + replaceBlock(resource.slice(at), "spec", config);
 }
 
 /** A table's columns: each header's name and where its cells start (the parsers read them so). */
@@ -287,17 +297,35 @@ export function fakeTalosctl(fake: FakeTalos): { run: CommandRunner; calls: Talo
         if (schematic === undefined) return answer({ ...rec, stdout: "" });
         return answer(rec, edit, (out) => put(out, /version:\s*([0-9a-f]{64})/, schematic));
       }
-      case "get-machineconfig-v1alpha1":
-      case "get-machineconfig-persistent": {
-        const config = await (name.endsWith("v1alpha1")
-          ? fake.machineConfig(node)
-          : fake.stagedConfig(node));
+      case "get-machineconfig-v1alpha1": {
+        const config = await fake.machineConfig(node);
         const { rec, edit } = onNode(name, args);
         // Only the metadata is edited: the spec is the fake node's config.
-        return answer(rec, unchanged, (out) => {
-          const at = out.indexOf("\nspec: |");
-          return edit(out.slice(0, at)) + replaceBlock(out.slice(at), "spec", config);
-        });
+        return answer(rec, unchanged, (out) => withSpec(edit(out), config));
+      }
+      case "get-machineconfig": {
+        const configs = await fake.machineConfigs(node);
+        const { rec, edit } = onNode(name, args);
+        // The recorded list holds both resources (the emulator keeps a persistent one); the fake's
+        // node has persistent only when a config was applied since its boot, as a Talos node has.
+        const list = edit(rec.stdout)
+          .split(/^---\n/m)
+          .flatMap((resource) => {
+            const id = /^ {4}id: (\S+)$/m.exec(resource)?.[1];
+            if (id === "persistent") {
+              return configs.persistent === undefined
+                ? []
+                : [withSpec(resource, configs.persistent)];
+            }
+            const version = put(resource, /^ {4}version: (\d+)$/m, String(configs.runningVersion));
+            return [withSpec(version, configs.running)];
+          });
+        return {
+          code: rec.exitCode,
+          stdout: list.join("---\n"),
+          stderr: edit(rec.stderr),
+          timedOut: false,
+        };
       }
       case "etcd-members": {
         const members = await fake.etcdMembers(node);
@@ -396,9 +424,11 @@ export function fakeTalosctl(fake: FakeTalos): { run: CommandRunner; calls: Talo
       case "reboot":
         await fake.reboot(node, seconds(flag(args, "--timeout")));
         return replay(name, args);
-      case "reset":
-        await fake.wipeEphemeral(node);
+      case "reset": {
+        const labels = args.find((arg) => arg.startsWith("--system-labels-to-wipe="))!;
+        await fake.wipeVolumes(node, labels.split("=")[1].split(","));
         return replay(name, args);
+      }
       case "etcd-forfeit-leadership":
         await fake.etcdForfeitLeadership(node);
         return replay(name, args);

@@ -32,6 +32,8 @@ export function stackYaml(talos = "v1.13.9", kubernetes = "1.36.3", nodes = NODE
     "    endpoint: api.staging.example.net",
     `    talosVersion: ${talos} # bumped by upgrade talos`,
     `    kubernetesVersion: ${kubernetes}`,
+    // Pinned, as the shipped stack files pin it: a Talos 1.14 stack needs it (the generator's 1.13).
+    "    configContract: v1.13.9",
     "  talos-platform:nodes:",
     ...nodes.map((n) => `    - { name: ${n.name}, role: ${n.role}, platform: proxmox }`),
     "",

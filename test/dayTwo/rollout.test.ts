@@ -475,7 +475,10 @@ describe("up rolls out what its engine run staged", () => {
     assert.ok(fake.log.indexOf("reboot cp-2") > engineRan(), "after the engine run");
     assert.ok(fake.log.indexOf("drain w-2") > engineRan(), "drained first");
     assert.ok(fake.log.indexOf("drain w-2") < fake.log.indexOf("reboot w-2"));
-    assert.match(f.ctx.stdout.text, /rollout staging: staged changes on cp-2, w-2/);
+    assert.match(
+      f.ctx.stdout.text,
+      /rollout staging: waiting for a reboot: cp-2 \(staged\), w-2 \(staged\)/,
+    );
   });
 
   it("leaves them for a later rollout with --no-rollout, and asks no node when nothing was staged", async () => {

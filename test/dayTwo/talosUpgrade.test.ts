@@ -234,6 +234,22 @@ describe("upgrade talos: the rolling upgrade", () => {
     );
   });
 
+  it("refuses to move an unpinned stack to Talos 1.14, whose config contract the generator does not know, before touching anything", async () => {
+    const f = dayTwoFixture({
+      stack: stackYaml().replace("    configContract: v1.13.9\n", ""),
+    });
+    assert.equal(
+      await runCli(["upgrade", "talos", "staging", "--to", "v1.14.1"], f.ctx),
+      ExitCode.refused,
+    );
+    assert.match(
+      f.ctx.stderr.text,
+      /Pulumi\.staging\.yaml cluster\.configContract: is not set, so moving talosVersion to v1\.14\.1 would move the config contract to 1\.14, which the Talos provider's config generator \(Talos machinery 1\.13\) does not know.*Pin cluster\.configContract/s,
+    );
+    assert.deepEqual(f.talos.log, []);
+    assert.equal(f.ctx.workspaces.calls.length, 0);
+  });
+
   it("refuses a jump over a minor with the path to take, before any snapshot or upgrade", async () => {
     const f = dayTwoFixture();
     for (const node of f.talos.nodes) node.version = "v1.12.4";

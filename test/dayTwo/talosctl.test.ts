@@ -18,8 +18,10 @@ import {
   parseKubeletVersion,
   parseMachineConfig,
   parseSchematic,
+  parseMachineConfigs,
   parseServerVersion,
   parseServiceStatus,
+  parseVolumeType,
   retagImage,
 } from "../../automation/dayTwo/talosctlOutput";
 import { ExitCode, UserError } from "../../automation/errors";
@@ -141,7 +143,7 @@ describe("talosctl output parsing, on talosctl v1.13.0's own output (test/fixtur
 
   it("reads the running and the staged machine config, every document of it", () => {
     const running = parseMachineConfig(recording("get-machineconfig-v1alpha1").stdout);
-    const staged = parseMachineConfig(recording("get-machineconfig-persistent").stdout);
+    const staged = parseMachineConfigs(recording("get-machineconfig").stdout).persistent!;
     for (const config of [running, staged]) {
       assert.match(config, /^version: v1alpha1\n/);
       assert.match(config, /^ {4}type: worker$/m);
@@ -205,6 +207,101 @@ describe("talosctl output parsing, on talosctl v1.13.0's own output (test/fixtur
   });
 });
 
+/**
+ * A resource as talosctl's YAML output prints it (cmd/talosctl/cmd/talos/output/yaml.go: `node:`,
+ * then COSI's metadata and the spec), for resources of Talos 1.14 that the Talos 1.13 emulator
+ * cannot serve, so no recording exists: the spec's keys are the Go types' YAML tags (pkg/machinery
+ * v1.14.1 resources/runtime/boot_id.go BootIDSpec, resources/block/volume_status.go VolumeStatusSpec).
+ */
+function talos114Resource(type: string, id: string, spec: string): string {
+  return [
+    "node: 192.0.2.11",
+    "metadata:",
+    "    namespace: runtime",
+    `    type: ${type}`,
+    `    id: ${id}`,
+    "    version: 1",
+    "    owner: runtime.BootIDController",
+    "    phase: running",
+    "    created: 2026-12-02T04:02:23Z",
+    "    updated: 2026-12-02T04:02:23Z",
+    "spec:",
+    ...spec.split("\n").map((line) => `    ${line}`),
+    "",
+  ].join("\n");
+}
+
+/** talosctl's error when a resource, or its type on an older Talos, does not exist. */
+const NOT_FOUND = (what: string) => ({
+  code: 1,
+  stderr: `error getting resource: rpc error: code = NotFound desc = ${what}\n`,
+});
+
+describe("TalosctlClient: what Talos 1.14 adds (MachineConfig versions, BootID, a dedicated ETCD volume)", () => {
+  it("lists the node's MachineConfigs: the running one with its version, and persistent when there is one", async () => {
+    const list = recording("get-machineconfig");
+    const configs = parseMachineConfigs(list.stdout);
+    assert.match(configs.running, /^version: v1alpha1$/m);
+    assert.ok(configs.runningVersion >= 1);
+    assert.match(configs.persistent ?? "", /somaxconn/, "w-1's staged sysctl is on disk");
+    assert.doesNotMatch(configs.running, /somaxconn/, "and not running");
+    // A node that took no config since it booted has no persistent resource (Talos'
+    // config.AcquireController persists only configs from other sources than STATE).
+    const running = list.stdout.split(/^---\n/m).find((r) => /^ {4}id: v1alpha1$/m.test(r))!;
+    assert.equal(parseMachineConfigs(running).persistent, undefined);
+    assert.equal(parseMachineConfigs(running).runningVersion, configs.runningVersion);
+    assert.throws(() => parseMachineConfigs("node: x\n"), /output withheld/);
+  });
+
+  it("reads the BootID, and none from a Talos without the resource type", async () => {
+    const { calls, run } = scripted((args) =>
+      args.includes("192.0.2.12")
+        ? NOT_FOUND('resource "bootid" is not registered')
+        : {
+            stdout: talos114Resource(
+              "BootIDs.runtime.talos.dev",
+              "boot-id",
+              "bootID: 3b5c0d62-8f4e-4c63-9f38-1d2f7a5e9b10",
+            ),
+          },
+    );
+    const client = new TalosctlClient({ connection: CONNECTION, run });
+    assert.equal(await client.bootId("192.0.2.11"), "3b5c0d62-8f4e-4c63-9f38-1d2f7a5e9b10");
+    assert.equal(await client.bootId("192.0.2.12"), undefined);
+    assert.deepEqual(calls[0].args.slice(0, 4), ["get", "bootid", "boot-id", "--output"]);
+  });
+
+  it("reads the ETCD volume's type, none where it does not exist, and fails on anything else", async () => {
+    const { calls, run } = scripted((args) => {
+      if (args.includes("192.0.2.12"))
+        return NOT_FOUND(
+          "resource VolumeStatuses.block.talos.dev(runtime/ETCD@undefined) doesn't exist",
+        );
+      if (args.includes("192.0.2.13"))
+        return { code: 1, stderr: "rpc error: code = Unavailable desc = connection refused\n" };
+      return {
+        stdout: talos114Resource(
+          "VolumeStatuses.block.talos.dev",
+          "ETCD",
+          "phase: ready\ntype: partition\nlocation: /dev/sda5\nfilesystem: xfs",
+        ),
+      };
+    });
+    const client = new TalosctlClient({ connection: CONNECTION, run });
+    assert.equal(await client.etcdVolume("192.0.2.11"), "partition");
+    assert.equal(await client.etcdVolume("192.0.2.12"), undefined);
+    await assert.rejects(client.etcdVolume("192.0.2.13"), /connection refused/);
+    assert.deepEqual(calls[0].args.slice(0, 5), [
+      "get",
+      "volumestatus",
+      "ETCD",
+      "--output",
+      "yaml",
+    ]);
+    assert.equal(parseVolumeType(talos114Resource("x", "ETCD", "type: directory")), "directory");
+  });
+});
+
 describe("TalosctlClient: the talosctl command lines", () => {
   it("asks a node's extensions and hands etcd's leadership over exactly", async () => {
     const { calls, run } = scripted((args) =>
@@ -236,7 +333,7 @@ describe("TalosctlClient: the talosctl command lines", () => {
       if (args[0] === "etcd" && args[1] === "members")
         return { stdout: recording("etcd-members").stdout };
       if (args[0] === "service") return { stdout: recording("service-etcd").stdout };
-      if (args[0] === "get") return { stdout: recording("get-machineconfig-persistent").stdout };
+      if (args[0] === "get") return { stdout: recording("get-machineconfig-v1alpha1").stdout };
       return {};
     });
     const client = new TalosctlClient({ connection: CONNECTION, run, binary: "/opt/talosctl" });
@@ -276,10 +373,10 @@ describe("TalosctlClient: the talosctl command lines", () => {
     await client.etcdForfeitLeadership("192.0.2.12");
     await client.etcdLeave("192.0.2.12");
     await client.etcdRemoveMember("192.0.2.11", "3a1b2c3d4e5f6072");
-    await client.wipeEphemeral("192.0.2.12");
+    await client.wipeVolumes("192.0.2.12", ["EPHEMERAL", "ETCD"]);
     await client.bootstrapRecover("192.0.2.11", "/s/db.snapshot", false);
     await client.bootstrapRecover("192.0.2.11", "/s/db", true);
-    await client.stagedConfig("192.0.2.21");
+    await client.machineConfigs("192.0.2.21");
     await client.reboot("192.0.2.21", 30 * 60_000);
     const node = (n: string) => [...GLOBAL, "--nodes", n];
     assert.deepEqual(
@@ -332,12 +429,12 @@ describe("TalosctlClient: the talosctl command lines", () => {
           "reset",
           "--graceful=false",
           "--reboot",
-          "--system-labels-to-wipe=EPHEMERAL",
+          "--system-labels-to-wipe=EPHEMERAL,ETCD",
           ...node("192.0.2.12"),
         ],
         ["bootstrap", "--recover-from=/s/db.snapshot", ...node("192.0.2.11")],
         ["bootstrap", "--recover-from=/s/db", "--recover-skip-hash-check", ...node("192.0.2.11")],
-        ["get", "machineconfig", "persistent", "--output", "yaml", ...node("192.0.2.21")],
+        ["get", "machineconfig", "--output", "yaml", ...node("192.0.2.21")],
         ["reboot", "--wait", "--timeout", "1800s", ...node("192.0.2.21")],
       ],
     );

@@ -142,6 +142,41 @@ describe("up converges a running cluster to the stack file, step by gated step",
       Object.values(converge.installers as Record<string, string>).map((i) => i.split(":").pop()),
       ["v1.14.1", "v1.14.1", "v1.14.1", "v1.14.1", "v1.14.1", "v1.14.1"],
     );
+    // The roll rebooted every node into Talos 1.14: what each booted is read for the outputs,
+    // before the engine pushes (rebootState.ts), for its new boot.
+    const records = converge.bootRecords as Record<string, { bootId: string }>;
+    assert.deepEqual(
+      Object.entries(records).map(([name, record]) => [name, record.bootId]),
+      ["cp-1", "cp-2", "cp-3", "w-1", "w-2", "w-3"].map((n) => [n, `boot-${n}-2`]),
+    );
+    const lastUpgrade = f.talos.log.lastIndexOf(f.talos.callsOf("upgrade").at(-1)!);
+    assert.ok(f.talos.log.indexOf("bootid cp-1") > lastUpgrade, "read after the roll");
+  });
+
+  it("reads what each Talos 1.14 node booted with before the engine pushes, where it still runs it", async () => {
+    const f = dayTwoFixture({
+      stack: stackYaml("v1.14.1", "1.36.3"),
+      outputs: foundationOutputs(undefined, { talos: "v1.14.1", kubernetes: "1.36.3" }),
+    });
+    for (const node of f.talos.nodes) node.version = "v1.14.1";
+    // w-3 took a config since it booted: what it booted can no longer be read from it.
+    f.talos.applyNow("w-3", `${f.talos.byName("w-3").config}# changed\n`);
+    f.ctx.workspaces.state = deployedState({ bootstrap: true });
+    // --no-rollout: the fake engine pushes no config, so w-3 would still run its changed one.
+    assert.equal(
+      await runCli(["up", "staging", "--no-rollout"], f.ctx),
+      ExitCode.ok,
+      f.ctx.stderr.text,
+    );
+    const records = convergeOf(f)!.bootRecords as Record<string, { bootId: string }>;
+    assert.deepEqual(Object.keys(records), ["cp-1", "cp-2", "cp-3", "w-1", "w-2"]);
+    assert.equal(records["cp-1"].bootId, "boot-cp-1-1");
+    // Talos 1.13 nodes (no BootID, and they stage what needs a reboot) are not asked.
+    const old = dayTwoFixture();
+    old.ctx.workspaces.state = deployedState({ bootstrap: true });
+    assert.equal(await runCli(["up", "staging"], old.ctx), ExitCode.ok, old.ctx.stderr.text);
+    assert.deepEqual(convergeOf(old)?.bootRecords ?? {}, {});
+    assert.deepEqual(old.talos.callsOf("bootid"), []);
   });
 
   it("tells the engine what the nodes run when a change was made outside up, and upgrades nothing", async () => {

@@ -242,14 +242,14 @@ describe("Talos emulator with talosctl and the project's talosctl client", funct
   it("stages a change that needs a reboot; the client sees it pending and reboots the node into it", async () => {
     const udev = 'machine:\n  udev:\n    rules:\n      - SUBSYSTEM=="drm", GROUP="44"\n';
     await applyConfig("w2", ["--mode", "staged", ...connection()], udev);
-    assert.match(await talos.stagedConfig(addressOf("w2")), /SUBSYSTEM==/);
+    assert.match((await talos.machineConfigs(addressOf("w2"))).persistent ?? "", /SUBSYSTEM==/);
     assert.doesNotMatch(await talos.machineConfig(addressOf("w2")), /SUBSYSTEM==/);
     await talos.reboot(addressOf("w2"), 120_000);
     assert.match(await talos.machineConfig(addressOf("w2")), /SUBSYSTEM==/);
   });
 
   it("recovers etcd from the snapshot after every control plane lost its data", async () => {
-    await Promise.all(cps.map((cp) => talos.wipeEphemeral(cp)));
+    await Promise.all(cps.map((cp) => talos.wipeVolumes(cp, ["EPHEMERAL"])));
     for (const cp of cps) {
       await waitFor(`etcd waiting for a bootstrap on ${cp}`, async () => {
         const etcd = await talos.service(cp, "etcd");

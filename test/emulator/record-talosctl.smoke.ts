@@ -277,7 +277,7 @@ describe("talosctl recordings (test/fixtures/talosctl)", function () {
     ]);
     const staged = "w-1 has a sysctl staged for its next reboot";
     await record("get-machineconfig-v1alpha1", staged, () => client.machineConfig(at("w-1")));
-    await record("get-machineconfig-persistent", staged, () => client.stagedConfig(at("w-1")));
+    await record("get-machineconfig", staged, () => client.machineConfigs(at("w-1")));
     await record("reboot", "w-1 reboots into its staged config", () =>
       client.reboot(at("w-1"), 120_000),
     );
@@ -339,12 +339,12 @@ describe("talosctl recordings (test/fixtures/talosctl)", function () {
       ["version", () => client.nodeVersion(w3)],
       ["get-kubeletspec", () => client.kubeletVersion(w3)],
       ["get-machineconfig-v1alpha1", () => client.machineConfig(w3)],
-      ["get-machineconfig-persistent", () => client.stagedConfig(w3)],
+      ["get-machineconfig", () => client.machineConfigs(w3)],
       ["service-etcd", () => client.service(w3, "etcd")],
       ["get-extensions", () => client.schematic(w3)],
       ["upgrade", () => client.upgrade(w3, UPGRADE_IMAGE, 60_000)],
       ["reboot", () => client.reboot(w3, 60_000)],
-      ["reset", () => client.wipeEphemeral(w3)],
+      ["reset", () => client.wipeVolumes(w3, ["EPHEMERAL"])],
     ];
     for (const [name, call] of unreachable)
       await record(`${name}-unreachable`, down, call, { fails: true });
@@ -389,8 +389,10 @@ describe("talosctl recordings (test/fixtures/talosctl)", function () {
     await record("etcd-remove-member", "cp-2's member removed through cp-1", () =>
       client.etcdRemoveMember(cps[0], cp2.id),
     );
-    await record("reset", "cp-1's EPHEMERAL wiped", () => client.wipeEphemeral(cps[0]));
-    await Promise.all(cps.slice(1).map((cp) => client.wipeEphemeral(cp)));
+    await record("reset", "cp-1's EPHEMERAL wiped", () =>
+      client.wipeVolumes(cps[0], ["EPHEMERAL"]),
+    );
+    await Promise.all(cps.slice(1).map((cp) => client.wipeVolumes(cp, ["EPHEMERAL"])));
     await waitFor("etcd on cp-1 waiting for a bootstrap", async () => {
       if ((await client.service(cps[0], "etcd")).state !== "Preparing") throw new Error("not yet");
     });

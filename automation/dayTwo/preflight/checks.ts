@@ -232,18 +232,24 @@ const etcdMembers: LiveCheck = {
 
 /**
  * No config change waits for a reboot: an upgrade's reboot would activate it unannounced (Talos),
- * and upgrade-k8s applies each node's running config patched, replacing what was staged.
+ * and upgrade-k8s applies each node's running config patched, replacing what was staged. On Talos
+ * 1.14 nothing is staged, but an applied change of a boot-time field waits just the same
+ * (rebootState.ts); a node whose boot was not recorded may be waiting, and is named as such.
  */
 const nothingStaged: LiveCheck = {
   id: "nothing-staged",
   needsTalosctl: true,
   judge: ({ observed, target }) => {
-    const staged = observed.nodes.filter((n) => n.staged === true).map((n) => n.node.name);
-    if (staged.length === 0) return ok("no config change waits for a reboot");
+    const waiting = observed.nodes.filter((n) => n.reboot !== undefined);
+    if (waiting.length === 0) return ok("no config change waits for a reboot");
+    const named = waiting.map(
+      (n) =>
+        `${n.node.name}${n.reboot === "staged" ? "" : n.reboot === "bootTime" ? " (boot-time fields)" : " (booted config not recorded)"}`,
+    );
     return failed({
       what: "staged configs",
-      problem: `a config change waits for a reboot on ${staged.length} node${staged.length === 1 ? "" : "s"}; this change would reboot into it unannounced, or replace it`,
-      got: staged.join(", "),
+      problem: `a config change waits${waiting.every((n) => n.reboot === "unknown") ? ", or may wait," : ""} for a reboot on ${waiting.length} node${waiting.length === 1 ? "" : "s"}; this change would reboot into it unannounced, or replace it`,
+      got: named.join(", "),
       fix: `Roll it out first: npm run platform -- rollout ${target.env}`,
     });
   },

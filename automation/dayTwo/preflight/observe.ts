@@ -4,7 +4,7 @@
 import { errorReason } from "../../errors";
 import { PREFLIGHT_HEALTH_TIMEOUT_MS } from "../options";
 import { type ClusterNode, type DeployedCluster, controlPlanes, healthAddress } from "../cluster";
-import { configDifferences } from "../configCompare";
+import { type RebootState, rebootState } from "../rebootState";
 import type { EtcdMember, TalosClient } from "../talosClient";
 
 /** What one node reported. */
@@ -12,8 +12,11 @@ interface NodeObservation {
   readonly node: ClusterNode;
   readonly talos?: string;
   readonly kubernetes?: string;
-  /** A config change is staged for the node's next reboot (its persistent config differs). */
-  readonly staged?: boolean;
+  /**
+   * What waits for the node's next reboot (rebootState.ts): a staged config, boot-time fields of an
+   * applied one, or `unknown`; absent when nothing does or it could not be read.
+   */
+  readonly reboot?: Exclude<RebootState["kind"], "none">;
   /** Why the node could not be read. */
   readonly error?: string;
 }
@@ -34,17 +37,15 @@ export interface Observation {
   readonly health?: { readonly ok: boolean; readonly detail: string };
 }
 
-/** Whether a config change waits for the node's next reboot; undefined when it cannot be read. */
-async function hasStagedChange(
+/** What waits for the node's next reboot; undefined when nothing does or it cannot be read. */
+async function rebootWait(
   client: TalosClient,
+  cluster: DeployedCluster,
   node: ClusterNode,
-): Promise<boolean | undefined> {
+): Promise<NodeObservation["reboot"]> {
   try {
-    const [staged, running] = [
-      await client.stagedConfig(node.address),
-      await client.machineConfig(node.address),
-    ];
-    return configDifferences(staged, running).length > 0;
+    const { state } = await rebootState(client, node.address, cluster.bootRecords[node.name]);
+    return state.kind === "none" ? undefined : state.kind;
   } catch {
     return undefined;
   }
@@ -78,7 +79,8 @@ export async function observeCluster(
         nodes.push({ node, talos, error: `kubelet: ${errorReason(error)}` });
         continue;
       }
-      nodes.push({ node, talos, kubernetes, staged: await hasStagedChange(client, node) });
+      const reboot = await rebootWait(client, cluster, node);
+      nodes.push({ node, talos, kubernetes, ...(reboot ? { reboot } : {}) });
     } catch (error) {
       nodes.push({ node, error: errorReason(error) });
     }

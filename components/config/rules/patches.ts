@@ -1,15 +1,17 @@
 // Every Talos patch of the stack file (cluster-wide, per role, per node; inline mappings and YAML
 // strings of one or more documents) checked the way Talos reads it, against the configuration schema
-// of the stack's Talos release (talosSchema.ts): valid YAML, mappings, known document kinds, known
-// keys, right types; no sections Talos deprecated out of its schema; nothing of the cluster's identity
-// or secrets, which come from the cluster's secrets resource only.
+// of the release the configs are generated for (patchSchemas.ts: the config contract, capped by the
+// provider's generator; talosSchema.ts): valid YAML, mappings, known document kinds, known keys,
+// right types; no sections Talos deprecated out of its schema; nothing of the cluster's identity or
+// secrets, which come from the cluster's secrets resource only. What a newer Talos the nodes run has
+// deprecated is a warning.
 import { parseAllDocuments } from "yaml";
-import { minorOf, parseVersion } from "../../talos/versions";
 import { allowedValues, typeWord } from "../messages";
 import { KeyPath, keyOf, Problems } from "../problems";
 import { patchListSchema, RawPatch } from "../schema";
-import { talosConfigSchema, TalosConfigSchema, TalosSchemaIssue } from "../talosSchema";
+import type { TalosConfigSchema, TalosSchemaIssue } from "../talosSchema";
 import { checkLabels, checkTaints } from "./labels";
+import { type PatchSchemas, patchSchemas } from "./patchSchemas";
 import type { Rule } from "./rule";
 
 type Document = Record<string, unknown>;
@@ -252,15 +254,52 @@ function checkNodeMetadata(path: KeyPath, { document, where }: Located, problems
   }
 }
 
-/** Checks one patch; `schema` is undefined when the stack's Talos release is unknown (reported elsewhere). */
+/**
+ * What the nodes' newer Talos deprecated in a document that fits the contract's schema: a warning
+ * for each key, with what replaces it (the `unknownKey` issues of the running release that carry a
+ * deprecation note; anything else it says is not this rule's to guess).
+ */
+function warnDeprecated(
+  path: KeyPath,
+  at: Located,
+  schemas: PatchSchemas,
+  reported: readonly TalosSchemaIssue[],
+  problems: Problems,
+): void {
+  const { running, contract } = schemas;
+  if (!running || !contract) return;
+  const seen = new Set(reported.map((issue) => keyOf(issue.path)));
+  for (const issue of running.validateDocument(at.document)) {
+    if (issue.kind !== "unknownKey" || issue.deprecated === undefined) continue;
+    const key = keyOf(issue.path);
+    if (seen.has(key)) continue;
+    const replacement = REPLACEMENTS[key];
+    problems.warn(
+      path,
+      `${at.where}sets ${key}, which Talos ${running.minor} (cluster.talosVersion) has deprecated; it is valid for config contract ${contract.minor}, which the configs are generated for`,
+      {
+        hint: `Before the contract moves to ${running.minor}: ${
+          replacement
+            ? `use ${replacement}`
+            : issue.deprecated
+              ? `Talos ${running.minor}: ${issue.deprecated}`
+              : "remove it"
+        }`,
+      },
+    );
+  }
+}
+
+/** Checks one patch; no contract schema when the stack's Talos release is unknown (reported elsewhere). */
 function checkTalosPatch(
   path: KeyPath,
   patch: RawPatch,
-  schema: TalosConfigSchema | undefined,
+  schemas: PatchSchemas,
   problems: Problems,
 ): void {
   const documents = documentsOf(path, patch, problems);
   if (!documents) return;
+  const schema = schemas.contract;
   const seen = new Set<string>();
   documents.forEach((original, i) => {
     const document = withoutDeletes(original) as Document;
@@ -281,17 +320,16 @@ function checkTalosPatch(
     seen.add(identity);
     checkIdentity(path, located, problems);
     checkNodeMetadata(path, located, problems);
-    for (const issue of schema?.validateDocument(document) ?? []) {
+    const issues = schema?.validateDocument(document) ?? [];
+    for (const issue of issues) {
       const { problem, opts } = wordIssue(issue, located, schema!, document);
       problems.add(path, problem, opts);
     }
+    // A document of a kind the contract does not know was refused whole.
+    if (!issues.some((issue) => issue.kind === "unknownKind" || issue.kind === "noKind")) {
+      warnDeprecated(path, located, schemas, issues, problems);
+    }
   });
-}
-
-/** The schema of the stack's Talos release, when the release is one this program knows. */
-function schemaOf(talosVersion: string | undefined): TalosConfigSchema | undefined {
-  const version = talosVersion === undefined ? undefined : parseVersion(talosVersion);
-  return version && talosConfigSchema(minorOf(version));
 }
 
 /** The patches at `value` when they have the right shape; the schema reports them otherwise. */
@@ -301,19 +339,18 @@ function patchesAt(value: unknown): RawPatch[] | undefined {
 }
 
 /**
- * Every patch of the stack file, checked against the stack's Talos release. A cluster or node that
- * failed its schema still has its patches checked, so one run reports everything.
+ * Every patch of the stack file, checked against the release the configs are generated for. A
+ * cluster or node that failed its schema still has its patches checked, so one run reports everything.
  */
 export const talosPatches: Rule = ({ cluster, nodes, raw, rawNodes }, problems) => {
   const rawCluster = isMapping(raw.cluster) ? raw.cluster : {};
-  const talosVersion =
-    cluster?.talosVersion ??
-    (typeof rawCluster.talosVersion === "string" ? rawCluster.talosVersion : undefined);
-  // The release's schema is read (a few hundred kB of JSON) only when there is a patch to check.
-  let schema: { value: TalosConfigSchema | undefined } | undefined;
+  const text = (key: "talosVersion" | "configContract") =>
+    cluster ? cluster[key] : typeof rawCluster[key] === "string" ? rawCluster[key] : undefined;
+  // A release's schema is read (a few hundred kB of JSON) only when there is a patch to check.
+  let schemas: PatchSchemas | undefined;
   const check = (path: KeyPath, patch: RawPatch) => {
-    schema ??= { value: schemaOf(talosVersion) };
-    checkTalosPatch(path, patch, schema.value, problems);
+    schemas ??= patchSchemas(text("talosVersion"), text("configContract"));
+    checkTalosPatch(path, patch, schemas, problems);
   };
   const rawScopes = isMapping(rawCluster.patches) ? rawCluster.patches : {};
   for (const scope of ["all", "controlplane", "worker"] as const) {

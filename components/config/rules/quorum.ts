@@ -3,6 +3,7 @@
 // domain, an OpenStack compute host named in the zone (`zone:host`), each bare-metal machine; no two
 // anti-affine OpenStack control planes pinned to one host; no apply mode that reboots too many at once.
 import { spread } from "../../nodes/placement";
+import { compareMinor, minorOf, parseVersion } from "../../talos/versions";
 import type { KeyPath } from "../problems";
 import type { RawOci } from "../schema";
 import type { IndexedNode, Rule } from "./rule";
@@ -50,7 +51,18 @@ export const applyMode: Rule = ({ cluster, rawNodes }, problems) => {
     );
     return;
   }
-  if (mode !== "auto" && mode !== "reboot") return;
+  // Talos 1.14 answers REBOOT with Unimplemented on a configured node, and turns AUTO into
+  // NO_REBOOT (its ApplyConfiguration): a push never reboots, and `reboot` fails every push.
+  const talos = parseVersion(cluster.talosVersion);
+  const from114 = talos !== undefined && compareMinor(minorOf(talos), "1.14") >= 0;
+  if (mode === "reboot" && from114) {
+    problems.add(["cluster", "applyMode"], "is a mode Talos 1.14 removed", {
+      got: mode,
+      hint: "Use staged_if_needing_reboot (the default) and `npm run platform -- rollout <env>`",
+    });
+    return;
+  }
+  if (mode !== "reboot" && (mode !== "auto" || from114)) return;
   const roles = rawNodes.map((n) => (n as { role?: unknown } | null)?.role);
   const controlPlanes = roles.filter((r) => r === "controlplane").length;
   const workers = roles.filter((r) => r === "worker").length;

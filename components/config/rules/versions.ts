@@ -1,8 +1,9 @@
 // Talos and Kubernetes versions the program can run together, from Talos' support matrix
 // (talos/versions.ts): a known Talos release line, a Kubernetes minor it supports, a config contract
-// no newer than Talos itself.
+// no newer than Talos itself nor than the provider's config generator.
 import {
   compareMinor,
+  GENERATOR_MACHINERY,
   minorOf,
   parseVersion,
   supportsKubernetes,
@@ -43,5 +44,22 @@ export const versions: Rule = ({ cluster }, problems) => {
       got: cluster.configContract,
       hint: `Use ${release.minor} or older`,
     });
+    return;
+  }
+  // Without a configContract the contract is talosVersion's, so a bump to a Talos the generator
+  // does not know yet would move the contract there too.
+  const effective = contract ? minorOf(contract) : release.minor;
+  if (compareMinor(effective, GENERATOR_MACHINERY) > 0) {
+    const problem = `Talos ${effective}'s config contract is not one the Talos provider's config generator knows (it is built on Talos machinery ${GENERATOR_MACHINERY}, which would generate ${GENERATOR_MACHINERY} configs under ${effective}'s name)`;
+    const hint = `Pin cluster.configContract to the version the cluster was created with, ${GENERATOR_MACHINERY} or older, until the provider's generator supports ${effective}`;
+    if (cluster.configContract !== undefined) {
+      problems.add(["cluster", "configContract"], problem, { got: cluster.configContract, hint });
+    } else {
+      problems.add(
+        ["cluster", "configContract"],
+        `is not set, so it is cluster.talosVersion ${cluster.talosVersion}: ${problem}`,
+        { hint },
+      );
+    }
   }
 };

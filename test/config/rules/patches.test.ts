@@ -1,6 +1,13 @@
 // components/config/rules/patches.ts: Talos patches against the stack's Talos release.
 import { strict as assert } from "node:assert";
-import { itRefuses, mixedCluster, problemsOf, proxmoxCluster, RuleCase } from "../../fixtures";
+import {
+  itRefuses,
+  mixedCluster,
+  problemsOf,
+  proxmoxCluster,
+  RuleCase,
+  warningsOf,
+} from "../../fixtures";
 import { itRefusesMutations } from "../arbitraryStack";
 
 const cases: RuleCase[] = [
@@ -122,21 +129,84 @@ const cases: RuleCase[] = [
     ],
   },
   {
-    rule: "a patch by the stack's own Talos release",
+    rule: "a patch by the config contract's release, not the newer Talos the nodes run",
     base: mixedCluster,
     broken: (v) => {
       v.cluster.talosVersion = "v1.14.1";
       v.cluster.kubernetesVersion = "1.37.0";
-      v.cluster.patches = { all: [{ machine: { nodeLabels: { a: "b" } } }] };
+      v.cluster.configContract = "v1.13.9";
+      // FilesystemTrimConfig is a Talos 1.14 document: the 1.13 generator cannot load it.
+      v.cluster.patches = {
+        all: ["apiVersion: v1alpha1\nkind: FilesystemTrimConfig\ninterval: 168h0m0s\n"],
+      };
     },
     problems: [
-      "cluster.patches.all[0]: sets machine.nodeLabels, which Talos 1.14 has deprecated (it is not in its configuration schema). Talos: use `KubeNodeConfig` instead.",
+      "cluster.patches.all[0]: in FilesystemTrimConfig, has kind FilesystemTrimConfig, which Talos 1.13 does not know. See the Talos 1.13 configuration reference for the document kinds",
     ],
+    // What Talos 1.14 deprecated is still what a 1.13 contract generates.
+    valid: (v) => {
+      v.cluster.talosVersion = "v1.14.1";
+      v.cluster.kubernetesVersion = "1.37.0";
+      v.cluster.configContract = "v1.13.9";
+      v.cluster.patches = { all: [{ machine: { nodeLabels: { a: "b" } } }] };
+    },
+  },
+  {
+    rule: "a patch by an older config contract's schema",
+    base: proxmoxCluster,
+    broken: (v) => {
+      v.cluster.configContract = "v1.11.6";
+      // LinkConfig came with Talos 1.12.
+      v.nodes[1].patches = ["apiVersion: v1alpha1\nkind: LinkConfig\nname: net0\nmtu: 9000\n"];
+    },
+    problems: [
+      'nodes[1].patches[0]: in LinkConfig "net0", has kind LinkConfig, which Talos 1.11 does not know. See the Talos 1.11 configuration reference for the document kinds',
+    ],
+    valid: (v) => {
+      v.cluster.configContract = "v1.11.6";
+      v.nodes[1].patches = [{ machine: { network: { hostname: "cp-2" } } }];
+    },
   },
 ];
 
 describe("rules: patches", () => {
   itRefuses(cases);
+
+  it("warns, without refusing, about what the newer Talos the nodes run has deprecated", () => {
+    const upgraded = (v: any) => {
+      v.cluster.talosVersion = "v1.14.1";
+      v.cluster.kubernetesVersion = "1.37.0";
+      v.cluster.configContract = "v1.13.9";
+      v.cluster.patches = {
+        all: [{ machine: { nodeLabels: { a: "b" }, sysctls: { "vm.swappiness": "1" } } }],
+      };
+    };
+    assert.deepEqual(problemsOf(mixedCluster, upgraded), []);
+    assert.deepEqual(warningsOf(mixedCluster, upgraded), [
+      "cluster.patches.all[0]: sets machine.nodeLabels, which Talos 1.14 (cluster.talosVersion) has deprecated; it is valid for config contract 1.13, which the configs are generated for. Before the contract moves to 1.14: Talos 1.14: use `KubeNodeConfig` instead.",
+      "cluster.patches.all[0]: sets machine.sysctls, which Talos 1.14 (cluster.talosVersion) has deprecated; it is valid for config contract 1.13, which the configs are generated for. Before the contract moves to 1.14: Talos 1.14: Use 'SysctlConfig' instead.",
+    ]);
+    // Without a newer Talos there is nothing to warn about.
+    assert.deepEqual(
+      warningsOf(mixedCluster, (v) => {
+        v.cluster.patches = { all: [{ machine: { nodeLabels: { a: "b" } } }] };
+      }),
+      [],
+    );
+  });
+
+  it("validates the repository's prod stack after upgrade talos bumps it to Talos 1.14", () => {
+    // Pulumi.prod.yaml pins configContract v1.13.9; its patches are 1.13 machine config.
+    assert.deepEqual(
+      problemsOf(mixedCluster, (v) => {
+        v.cluster.talosVersion = "v1.14.1";
+        v.cluster.kubernetesVersion = "1.36.3";
+        v.cluster.configContract = "v1.13.9";
+        v.cluster.patches = { all: [{ machine: { kubelet: { extraArgs: { v: "2" } } } }] };
+      }),
+      [],
+    );
+  });
 
   it("takes $patch: delete directives, which Talos applies before decoding", () => {
     assert.deepEqual(

@@ -156,6 +156,25 @@ const cases: RuleCase[] = [
       'cluster.applyMode: reboots every node a change needs at once: here up to 2 workers (cluster.rollout.maxUnavailableWorkers is 1); got "reboot". Use staged_if_needing_reboot (the default) and `npm run platform -- rollout <env>`, or no_reboot',
     ],
   },
+  {
+    rule: "reboot on Talos 1.14, which removed the mode (a configured node answers Unimplemented)",
+    base: proxmoxCluster,
+    broken: (v) => {
+      v.cluster.applyMode = "reboot";
+      v.cluster.talosVersion = "v1.14.1";
+      v.cluster.configContract = "v1.13.9";
+      v.nodes.splice(1);
+    },
+    problems: [
+      'cluster.applyMode: is a mode Talos 1.14 removed; got "reboot". Use staged_if_needing_reboot (the default) and `npm run platform -- rollout <env>`',
+    ],
+    // On Talos 1.14 `auto` is no-reboot: it never reboots anything, whatever the cluster's size.
+    valid: (v) => {
+      v.cluster.applyMode = "auto";
+      v.cluster.talosVersion = "v1.14.1";
+      v.cluster.configContract = "v1.13.9";
+    },
+  },
 ];
 
 describe("rules: quorum", () => {

@@ -26,6 +26,32 @@ const cases: RuleCase[] = [
       'cluster.configContract: is newer than cluster.talosVersion; got "v1.14.0". Use 1.13 or older',
     ],
   },
+  {
+    rule: "a config contract the provider's generator does not know",
+    base: proxmoxCluster,
+    broken: (v) => {
+      v.cluster.talosVersion = "v1.14.1";
+      v.cluster.configContract = "v1.14.1";
+    },
+    problems: [
+      "cluster.configContract: Talos 1.14's config contract is not one the Talos provider's config generator knows (it is built on Talos machinery 1.13, which would generate 1.13 configs under 1.14's name); got \"v1.14.1\". Pin cluster.configContract to the version the cluster was created with, 1.13 or older, until the provider's generator supports 1.14",
+    ],
+    valid: (v) => {
+      v.cluster.talosVersion = "v1.14.1";
+      v.cluster.configContract = "v1.13.9";
+    },
+  },
+  {
+    rule: "Talos 1.14 without a pinned config contract, which would default to 1.14's",
+    base: proxmoxCluster,
+    broken: (v) => {
+      v.cluster.talosVersion = "v1.14.1";
+      delete v.cluster.configContract;
+    },
+    problems: [
+      "cluster.configContract: is not set, so it is cluster.talosVersion v1.14.1: Talos 1.14's config contract is not one the Talos provider's config generator knows (it is built on Talos machinery 1.13, which would generate 1.13 configs under 1.14's name). Pin cluster.configContract to the version the cluster was created with, 1.13 or older, until the provider's generator supports 1.14",
+    ],
+  },
 ];
 
 describe("rules: versions", () => {
