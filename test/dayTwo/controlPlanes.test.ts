@@ -156,6 +156,16 @@ describe("up changes etcd's membership one control plane at a time", () => {
     assert.deepEqual(unprotected(f), []);
   });
 
+  it("grows a single control plane to three the same way, one member per engine run (1 → 3)", async () => {
+    const { f, runs } = membershipFixture([...cps("cp-1"), ...WORKERS], THREE);
+    assert.equal(await runCli(["up", "staging"], f.ctx), ExitCode.ok, f.ctx.stderr.text);
+    assert.deepEqual(runs, [
+      { added: ["cp-2"], removed: [], voters: ["cp-1"] },
+      { added: ["cp-3"], removed: [], voters: ["cp-1", "cp-2"] },
+    ]);
+    assert.ok(f.talos.members.every((m) => !m.learner));
+  });
+
   it("stops before the next control plane joins when the last one never becomes a voter", async () => {
     const { f, runs } = membershipFixture(THREE, FIVE);
     const join = f.talos.join.bind(f.talos);
