@@ -20,7 +20,7 @@ import {
   DEFAULT_KEEP_SNAPSHOTS,
   DEFAULT_ROLLOUT_TIMEOUTS,
 } from "./options";
-import { drainNode } from "./replaceNodeDrain";
+import { drainNode, withNodeDrainer } from "./replaceNodeDrain";
 import { type DayTwoSession, runDayTwo } from "./run";
 import { healthGate, quorum, sameVersion } from "./gates";
 import { captureBootRecord } from "./rebootState";
@@ -316,35 +316,26 @@ async function drainRemoved(
   target: string,
   names: readonly string[],
 ): Promise<void> {
-  const { ctx, deps, cluster } = session;
-  const nodes = cluster.nodes.filter((n) => names.includes(n.name));
+  const nodes = session.cluster.nodes.filter((n) => names.includes(n.name));
   if (nodes.length === 0) return;
-  if (!cluster.kubeconfig) {
-    throw new UserError(
-      {
-        what: `up ${target}`,
-        problem: `the outputs hold no kubeconfig to drain ${names.join(", ")} with before ${names.length === 1 ? "it is" : "they are"} removed; nothing was changed`,
-        got: JSON.stringify("kubeconfig"),
-        fix: "Run up once with the nodes kept, so the outputs record the kubeconfig, then remove them",
-      },
-      ExitCode.refused,
-    );
-  }
-  await withKubeconfig(deps, cluster.kubeconfig, async (file) => {
-    const drainer = kubectlDrainer(
-      ctx,
-      deps,
-      file,
-      "it drains a node before up removes it; nothing was changed",
-    );
-    await drainer.check();
-    for (const node of nodes) {
-      await drainNode(session, drainer, node, {
-        what: `up ${target}`,
-        drainTimeoutMs: DEFAULT_DRAIN_TIMEOUT_MS,
-      });
-    }
-  });
+  await withNodeDrainer(
+    session,
+    `up ${target}`,
+    true,
+    async (drainer) => {
+      for (const node of nodes) {
+        await drainNode(session, drainer!, node, {
+          what: `up ${target}`,
+          drainTimeoutMs: DEFAULT_DRAIN_TIMEOUT_MS,
+        });
+      }
+    },
+    {
+      fixWithoutKubeconfig:
+        "Run up once with the nodes kept, so the outputs record the kubeconfig, then remove them",
+      whenMissing: "it drains a node before up removes it; nothing was changed",
+    },
+  );
 }
 
 /**

@@ -27,6 +27,12 @@ export async function withNodeDrainer<T>(
   what: string,
   wanted: boolean,
   fn: (drainer: NodeDrainer | undefined) => Promise<T>,
+  options: {
+    /** How to go on without a kubeconfig (default: `--no-drain`). */
+    readonly fixWithoutKubeconfig?: string;
+    /** What a missing kubectl means for the command. */
+    readonly whenMissing?: string;
+  } = {},
 ): Promise<T> {
   const { ctx, deps, cluster } = session;
   if (!wanted) return fn(undefined);
@@ -37,7 +43,9 @@ export async function withNodeDrainer<T>(
         problem:
           "the outputs hold no kubeconfig to drain the node with (the cluster was never bootstrapped?); nothing was changed",
         got: JSON.stringify("kubeconfig"),
-        fix: "Rerun with --no-drain to go on without moving its pods first",
+        fix:
+          options.fixWithoutKubeconfig ??
+          "Rerun with --no-drain to go on without moving its pods first",
       },
       ExitCode.refused,
     );
@@ -47,7 +55,7 @@ export async function withNodeDrainer<T>(
       ctx,
       deps,
       file,
-      "it drains the node before it is removed; nothing was changed",
+      options.whenMissing ?? "it drains the node before it is removed; nothing was changed",
     );
     await drainer.check();
     return fn(drainer);

@@ -301,6 +301,15 @@ describe("up changes etcd's membership one control plane at a time", () => {
     );
   });
 
+  it("refuses a removal before changing anything when kubectl, which drains the node, is missing", async () => {
+    const wanted = [...cps("cp-1", "cp-2", "cp-3"), ...WORKERS.filter((n) => n.name !== "w-3")];
+    const { f, runs, kubectl } = membershipFixture(THREE, wanted);
+    kubectl.missing = true;
+    assert.equal(await runCli(["up", "staging"], f.ctx), ExitCode.missingCli);
+    assert.deepEqual(runs, []);
+    assert.match(f.ctx.stderr.text, /it drains a node before up removes it; nothing was changed/);
+  });
+
   it("removes the member of a control plane that cannot leave by itself through another one", async () => {
     const wanted = [...cps("cp-1", "cp-2"), ...WORKERS];
     const { f, runs } = membershipFixture(THREE, wanted);
