@@ -11,10 +11,11 @@ import {
   hostnameDocument,
   linkAliasDocument,
   linkDocument,
+  etcdAdvertisedAddress,
   machinePatches,
   nodeDocuments,
 } from "../components/talos/patches";
-import { mixedCluster, validTalos113 } from "./fixtures";
+import { mixedCluster, proxmoxCluster, validTalos113 } from "./fixtures";
 
 /** Validates one emitted document against the Talos v1.13.9 schema (fragments as a v1alpha1 document). */
 function assertValidTalos(document: ConfigDocument): void {
@@ -205,5 +206,75 @@ describe("Talos patch builders", () => {
       [{ a: "1" }, { b: "2" }, { d: "4" }],
     );
     assert.deepEqual(parse(patches[0]).machine.certSANs, ["api.demo.example.net", "192.0.2.10"]);
+  });
+});
+
+describe("etcd's advertised address on control planes", () => {
+  /** The Proxmox cluster dual-stack and IPv6-first, like prod: each node's IPv6 address first. */
+  function ipv6First(): any {
+    const values: any = proxmoxCluster();
+    values.cluster.vip = "2001:db8::10";
+    values.cluster.network.podSubnets = ["2001:db8:1000::/56", "10.244.0.0/16"];
+    values.cluster.network.serviceSubnets = ["2001:db8:1100::/108", "10.96.0.0/12"];
+    for (const [i, node] of values.nodes.entries()) {
+      node.network = {
+        addresses: [`2001:db8::1${i + 1}/64`, `192.0.2.1${i + 1}/24`],
+        gateway: "192.0.2.1",
+        gateway6: "2001:db8::1",
+      };
+    }
+    return values;
+  }
+  const advertised = (documents: ConfigDocument[]) =>
+    documents
+      .map((d) => (d.cluster as { etcd?: { advertisedSubnets?: string[] } } | undefined)?.etcd)
+      .filter((etcd) => etcd?.advertisedSubnets !== undefined)
+      .map((etcd) => etcd!.advertisedSubnets);
+
+  it("pins an IPv6-first control plane's etcd to the IPv6 address its kubelet and the health check use", () => {
+    const ipv6 = validatePlatformConfig(ipv6First(), "x");
+    for (const node of ipv6.nodes) {
+      assert.equal(node.kubeletAddresses[0], etcdAdvertisedAddress(node));
+      const documents = nodeDocuments(ipv6.cluster, node, INSTALLER);
+      assert.deepEqual(advertised(documents), [[`${node.kubeletAddresses[0]}/128`]], node.name);
+      documents.forEach(assertValidTalos);
+    }
+  });
+
+  it("leaves etcd's default where it is the kubelet's address: one IPv4 address, and workers", () => {
+    for (const node of spec.nodes) {
+      assert.deepEqual(advertised(nodeDocuments(spec.cluster, node, INSTALLER)), [], node.name);
+    }
+  });
+
+  it("pins an IPv4 control plane whose kubelet address is not its lowest (Talos advertises the lowest)", () => {
+    const values: any = proxmoxCluster();
+    values.nodes[0].network.addresses = ["192.0.2.11/24", "192.0.2.5/24"];
+    const node = validatePlatformConfig(values, "x").nodes[0];
+    assert.equal(etcdAdvertisedAddress(node), "192.0.2.11");
+  });
+
+  it("pins a cloud control plane to its declared IPv6 address on an IPv6-first cluster", () => {
+    const values: any = ipv6First();
+    values.nodes[2] = {
+      name: "cp-3",
+      role: "controlplane",
+      platform: "openstack",
+      openstack: { fixedIp: "203.0.113.13", fixedIp6: "2001:db8:300::13" },
+    };
+    values.openstack = { networkId: "net", subnetId: "subnet", flavor: "m1.large" };
+    values.cluster.network.connectivity = "routed";
+    delete values.cluster.vip;
+    const node = validatePlatformConfig(values, "x").nodes[2];
+    assert.equal(etcdAdvertisedAddress(node), "2001:db8:300::13");
+  });
+
+  it("leaves the pin to an operator's patch that sets advertisedSubnets (Talos would append both)", () => {
+    const values: any = ipv6First();
+    values.cluster.patches = {
+      controlplane: ["cluster:\n  etcd:\n    advertisedSubnets: [2001:db8::/64]\n"],
+    };
+    const patched = validatePlatformConfig(values, "x");
+    assert.deepEqual(advertised(nodeDocuments(patched.cluster, patched.nodes[0], INSTALLER)), []);
   });
 });

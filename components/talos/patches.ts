@@ -1,8 +1,8 @@
 // Talos machine-config patch builders. Each returns one document (a v1alpha1 fragment or a Talos 1.13
 // network document); renderPatches turns a list into the YAML strings `getConfiguration` takes.
 // Pure: no resources, no Outputs.
-import { stringify } from "yaml";
-import { hostPrefix } from "../net/addresses";
+import { parseAllDocuments, stringify } from "yaml";
+import { hostPrefix, ipFamily } from "../net/addresses";
 import type { ClusterSpec, NodeNetworkSpec, NodeResolvers, NodeSpec } from "../spec/types";
 
 /** One config document or v1alpha1 fragment. */
@@ -133,6 +133,54 @@ function kubeletNodeIpPatch(addresses: readonly string[]): ConfigDocument {
 }
 
 /**
+ * The address a control plane's etcd must advertise to its peers, where Talos' default could pick
+ * another one. Without `cluster.etcd.advertisedSubnets`, etcd advertises only the node's first routed
+ * address, and Talos orders addresses IPv4 first, then by value (v1.13: the etcd spec controller takes
+ * `advertisedIPs[:1]`; addressutil's compare). The health check's "etcd members to be control plane
+ * nodes" wants every member's peer address among the addresses it names control planes by (their
+ * kubelet addresses), so a dual-stack control plane whose kubelet is pinned to its IPv6 address would
+ * fail it forever. Pinned: an IPv6 kubelet address (IPv4, SLAAC or temporary addresses may sort first)
+ * and an IPv4 one that is not the node's lowest static IPv4 address. A cloud VNIC or port holds one
+ * private IPv4 address, so an IPv4 cloud node needs no pin. Talos leaves the VIP out by itself.
+ */
+export function etcdAdvertisedAddress(node: NodeSpec): string | undefined {
+  if (node.role !== "controlplane") return undefined;
+  const cloud = node.platform === "oci" || node.platform === "openstack";
+  const address = cloud ? node.declaredKubeletAddress : node.kubeletAddresses[0];
+  if (address === undefined) return undefined;
+  if (ipFamily(address) === 6) return address;
+  if (cloud) return undefined;
+  const statics =
+    node.network?.addresses.map((cidr) => cidr.split("/")[0]) ??
+    (node.platform === "baremetal" ? [node.baremetal.address] : []);
+  return statics.some((other) => ipFamily(other) === 4 && ipv4Value(other) < ipv4Value(address))
+    ? address
+    : undefined;
+}
+
+const ipv4Value = (address: string): number =>
+  address.split(".").reduce((value, octet) => value * 256 + Number(octet), 0);
+
+/** Makes etcd advertise exactly `address` (Talos filters the node's current addresses by it). */
+function etcdAdvertisedSubnetsPatch(address: string): ConfigDocument {
+  return { cluster: { etcd: { advertisedSubnets: [hostPrefix(address)] } } };
+}
+
+/**
+ * True when one of the operator's patches sets `cluster.etcd.advertisedSubnets`: Talos appends
+ * lists when it merges patches, so a generated pin beside it would advertise both.
+ */
+function patchesSetAdvertisedSubnets(patches: readonly string[]): boolean {
+  return patches.some((text) =>
+    parseAllDocuments(text).some((document) => {
+      const value: unknown = document.toJS();
+      const cluster = (value as { cluster?: { etcd?: Record<string, unknown> } } | null)?.cluster;
+      return cluster?.etcd?.advertisedSubnets !== undefined;
+    }),
+  );
+}
+
+/**
  * The user volume `data`: the node's whole extra disk (OpenStack's data volume), formatted by Talos
  * and mounted at /var/mnt/data. `disk` volumes take no sizes (a `partition` would need a minSize).
  */
@@ -233,6 +281,17 @@ export function nodeDocuments(
   }
   if (node.role === "controlplane")
     documents.push(schedulingPatch(cluster.allowSchedulingOnControlPlanes));
+  const advertised = etcdAdvertisedAddress(node);
+  if (
+    advertised !== undefined &&
+    !patchesSetAdvertisedSubnets([
+      ...cluster.patches.all,
+      ...cluster.patches[node.role],
+      ...node.patches,
+    ])
+  ) {
+    documents.push(etcdAdvertisedSubnetsPatch(advertised));
+  }
   if (Object.keys(node.labels).length > 0) documents.push(nodeLabelsPatch(node.labels));
   const primary = primaryLink(node);
   if (primary) {
