@@ -234,6 +234,7 @@ describe("etcd's advertised address on control planes", () => {
   it("pins an IPv6-first control plane's etcd to the IPv6 address its kubelet and the health check use", () => {
     const ipv6 = validatePlatformConfig(ipv6First(), "x");
     for (const node of ipv6.nodes) {
+      assert.ok("kubeletAddresses" in node, node.name);
       assert.equal(node.kubeletAddresses[0], etcdAdvertisedAddress(node));
       const documents = nodeDocuments(ipv6.cluster, node, INSTALLER);
       assert.deepEqual(advertised(documents), [[`${node.kubeletAddresses[0]}/128`]], node.name);
