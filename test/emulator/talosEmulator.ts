@@ -43,10 +43,15 @@ export function buildEmulatorTools(timeoutMs = 45 * 60_000): EmulatorTools {
   return { talosctl: value("TALOSCTL"), emulator: value("TALOS_EMULATOR") };
 }
 
-/** One emulated node: its name and loopback address. */
+/** One emulated node: its name and loopback address (its Talos API's). */
 export interface EmulatedNodeSpec {
   readonly name: string;
   readonly address: string;
+  /**
+   * Other addresses it holds (a dual-stack node's other family), only shown: etcd's advertised
+   * address and the kubelet's node IPs are picked among all of them by Talos' rules.
+   */
+  readonly extra?: readonly string[];
 }
 
 /** Faults the control API injects into a node (all off unless set). */
@@ -83,7 +88,14 @@ export interface ClusterStatus {
   readonly bootstrapped: boolean;
   readonly revision: number;
   readonly keys: number;
-  readonly members: { id: string; hostname: string; address: string; learner: boolean }[];
+  readonly members: {
+    id: string;
+    hostname: string;
+    address: string;
+    /** What its etcd advertises (https://host:2380). */
+    peerURL: string;
+    learner: boolean;
+  }[];
   readonly kubernetes?: string;
 }
 
@@ -124,7 +136,10 @@ const READY_TIMEOUT_MS = 30_000;
 /** Starts the emulator and resolves once every node listens. */
 export async function startTalosEmulator(options: StartOptions): Promise<RunningEmulator> {
   const args = [
-    ...options.nodes.flatMap((n) => ["--node", `${n.name}=${n.address}`]),
+    ...options.nodes.flatMap((n) => [
+      "--node",
+      `${n.name}=${[n.address, ...(n.extra ?? [])].join("+")}`,
+    ]),
     "--talos-version",
     options.talosVersion ?? "v1.13.0",
     "--timeout",

@@ -25,7 +25,6 @@
 import { strict as assert } from "node:assert";
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
-import * as https from "node:https";
 import * as path from "node:path";
 import { parse } from "yaml";
 import { spawnRunner } from "../../automation/dayTwo/toolRunner";
@@ -38,6 +37,7 @@ import {
   waitFor,
 } from "../emulator/talosEmulator";
 import { type CliRun, EngineSandbox, engineTools } from "./harness";
+import { type Kubeconfig, kubeGet } from "./kube";
 
 const STACK = "lifecycle";
 const PROJECT = "talos-platform";
@@ -89,42 +89,6 @@ interface Checkpoint {
   checkpoint: {
     latest?: { resources?: { urn: string; type: string; outputs?: Record<string, unknown> }[] };
   };
-}
-
-/** The parts of a kubeconfig the test reads. */
-interface Kubeconfig {
-  clusters: { cluster: { server: string; "certificate-authority-data": string } }[];
-  users: { user: { "client-certificate-data": string; "client-key-data": string } }[];
-}
-
-/** GET on the Kubernetes API with a kubeconfig's admin credentials (verified TLS both ways). */
-function kubeGet(kubeconfig: Kubeconfig, route: string): Promise<unknown> {
-  const { server, "certificate-authority-data": ca } = kubeconfig.clusters[0].cluster;
-  const user = kubeconfig.users[0].user;
-  const pem = (data: string) => Buffer.from(data, "base64");
-  return new Promise((resolve, reject) => {
-    const request = https.get(
-      new URL(route, server),
-      {
-        ca: pem(ca),
-        cert: pem(user["client-certificate-data"]),
-        key: pem(user["client-key-data"]),
-        timeout: 30_000,
-      },
-      (response) => {
-        let body = "";
-        response.setEncoding("utf8");
-        response.on("data", (chunk: string) => (body += chunk));
-        response.on("end", () =>
-          response.statusCode === 200
-            ? resolve(JSON.parse(body))
-            : reject(new Error(`GET ${route}: ${response.statusCode} ${body}`)),
-        );
-      },
-    );
-    request.on("timeout", () => request.destroy(new Error(`GET ${route}: timed out`)));
-    request.on("error", reject);
-  });
 }
 
 describe("the engine tier: the lifecycle on five emulated Talos nodes", function () {

@@ -31,7 +31,7 @@ type nodeFlags []emulator.NodeSpec
 
 func (f *nodeFlags) String() string { return fmt.Sprint(*f) }
 
-// Set takes name=address (or a comma-separated list of them).
+// Set takes name=address or name=address+address (or a comma-separated list of them).
 func (f *nodeFlags) Set(value string) error {
 	for _, item := range strings.Split(value, ",") {
 		name, address, ok := strings.Cut(strings.TrimSpace(item), "=")
@@ -39,12 +39,19 @@ func (f *nodeFlags) Set(value string) error {
 			return fmt.Errorf("--node %q: expected name=address, for example cp1=127.0.0.11", item)
 		}
 
-		addr, err := netip.ParseAddr(address)
-		if err != nil {
-			return fmt.Errorf("--node %q: %w", item, err)
+		// name=address+other: a node holding several addresses (its Talos API on the first).
+		var addrs []netip.Addr
+
+		for _, text := range strings.Split(address, "+") {
+			addr, err := netip.ParseAddr(text)
+			if err != nil {
+				return fmt.Errorf("--node %q: %w", item, err)
+			}
+
+			addrs = append(addrs, addr)
 		}
 
-		*f = append(*f, emulator.NodeSpec{Name: name, Address: addr})
+		*f = append(*f, emulator.NodeSpec{Name: name, Address: addrs[0], Extra: addrs[1:]})
 	}
 
 	return nil

@@ -156,7 +156,7 @@ func (c *Cluster) scheduleJoin(n *Node, hostname string, addr netip.Addr) {
 
 		v, ok := findView(views, addr)
 		if ok && v.phase == PhaseRunning && !v.etcdData && c.etcd.bootstrapped && c.etcd.hasQuorum(etcdUp(views)) {
-			c.etcd.add(hostname, addr, true)
+			c.etcd.add(hostname, addr, v.etcdPeer, true)
 			n.setEtcdData(true)
 		}
 		c.mu.Unlock()
@@ -210,7 +210,7 @@ func (c *Cluster) bootstrap(n *Node, recovered *etcdStore) error {
 		c.etcd.store.put("/talos-emulator/cluster", c.name)
 	}
 
-	c.etcd.add(v.hostname, v.addr, false)
+	c.etcd.add(v.hostname, v.addr, v.etcdPeer, false)
 	n.setEtcdData(true)
 	c.mu.Unlock()
 

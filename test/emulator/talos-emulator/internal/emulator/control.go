@@ -199,7 +199,9 @@ type MemberStatus struct {
 	ID       string `json:"id"`
 	Hostname string `json:"hostname"`
 	Address  string `json:"address"`
-	Learner  bool   `json:"learner"`
+	// PeerURL is what the member's etcd advertises (Talos' rules: cluster.etcd.advertisedSubnets).
+	PeerURL string `json:"peerURL"`
+	Learner bool   `json:"learner"`
 }
 
 func (e *Emulator) clusterStatuses() []ClusterStatus {
@@ -218,7 +220,7 @@ func (e *Emulator) clusterStatuses() []ClusterStatus {
 		st := ClusterStatus{Name: c.name, Bootstrapped: c.etcd.bootstrapped, Revision: c.etcd.store.revision, Keys: len(c.etcd.store.keys), Members: []MemberStatus{}}
 
 		for _, m := range c.etcd.sortedMembers() {
-			st.Members = append(st.Members, MemberStatus{ID: fmt.Sprintf("%016x", m.id), Hostname: m.hostname, Address: m.addr.String(), Learner: m.learner})
+			st.Members = append(st.Members, MemberStatus{ID: fmt.Sprintf("%016x", m.id), Hostname: m.hostname, Address: m.addr.String(), PeerURL: m.peerURL(), Learner: m.learner})
 		}
 
 		if c.kube != nil {

@@ -331,7 +331,7 @@ func writeMembers(ctx context.Context, st state.State, nodes []*Node) error {
 
 		if err := put(ctx, st, cluster.NewMember(cluster.NamespaceName, v.hostname), func(r *cluster.Member) {
 			r.TypedSpec().NodeID = v.hostname
-			r.TypedSpec().Addresses = []netip.Addr{v.addr}
+			r.TypedSpec().Addresses = v.addresses
 			r.TypedSpec().Hostname = v.hostname
 			r.TypedSpec().MachineType = machineType.Machine().Type()
 			r.TypedSpec().OperatingSystem = fmt.Sprintf("Talos (%s)", v.version)

@@ -64,6 +64,9 @@ type Options struct {
 type NodeSpec struct {
 	Name    string     `json:"name"`
 	Address netip.Addr `json:"address"`
+	// Extra are other addresses the node holds (a dual-stack node's second family): Talos' rules pick
+	// among all of them what etcd advertises and the kubelet reports. The Talos API answers on Address.
+	Extra []netip.Addr `json:"extra,omitempty"`
 }
 
 // Emulator owns every emulated node and cluster of one run.
@@ -128,10 +131,13 @@ func (e *Emulator) AddNode(spec NodeSpec) (*Node, error) {
 
 	e.mu.Lock()
 
-	if _, ok := e.byAddr[spec.Address]; ok {
-		e.mu.Unlock()
+	// The extra addresses are never listened on: "nodes" metadata naming them reaches the node in process.
+	for _, addr := range append([]netip.Addr{spec.Address}, spec.Extra...) {
+		if _, ok := e.byAddr[addr]; ok {
+			e.mu.Unlock()
 
-		return nil, fmt.Errorf("node %q: address %s is already used", spec.Name, spec.Address)
+			return nil, fmt.Errorf("node %q: address %s is already used", spec.Name, addr)
+		}
 	}
 
 	for _, n := range e.nodes {
@@ -154,7 +160,9 @@ func (e *Emulator) AddNode(spec NodeSpec) (*Node, error) {
 
 	n := newNode(e, spec)
 	e.nodes = append(e.nodes, n)
-	e.byAddr[spec.Address] = n
+	for _, addr := range append([]netip.Addr{spec.Address}, spec.Extra...) {
+		e.byAddr[addr] = n
+	}
 	e.mu.Unlock()
 
 	if err := n.powerOn(); err != nil {
@@ -186,7 +194,7 @@ func (e *Emulator) Node(nameOrAddress string) (*Node, bool) {
 	return nil, false
 }
 
-// nodeByAddr finds a node by its Talos API address (what "node"/"nodes" metadata name).
+// nodeByAddr finds a node by any of its addresses (what "node"/"nodes" metadata name).
 func (e *Emulator) nodeByAddr(target string) (*Node, bool) {
 	addr, err := netip.ParseAddr(target)
 	if err != nil {

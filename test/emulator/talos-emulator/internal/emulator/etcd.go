@@ -3,7 +3,7 @@ package emulator
 import (
 	"crypto/rand"
 	"encoding/binary"
-	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"sort"
@@ -15,12 +15,27 @@ import (
 type etcdMember struct {
 	id       uint64
 	hostname string
-	addr     netip.Addr
-	learner  bool
+	// addr identifies the member's node (its Talos API address); peer is what its etcd advertises.
+	addr    netip.Addr
+	peer    netip.Addr
+	learner bool
 }
 
-func (m etcdMember) peerURL() string   { return fmt.Sprintf("https://%s:2380", m.addr) }
-func (m etcdMember) clientURL() string { return fmt.Sprintf("https://%s:2379", m.addr) }
+func (m etcdMember) peerURL() string {
+	return "https://" + net.JoinHostPort(m.advertised().String(), "2380")
+}
+func (m etcdMember) clientURL() string {
+	return "https://" + net.JoinHostPort(m.advertised().String(), "2379")
+}
+
+// advertised is the address in its URLs: what the node's etcd advertises, else its API address.
+func (m etcdMember) advertised() netip.Addr {
+	if m.peer.IsValid() {
+		return m.peer
+	}
+
+	return m.addr
+}
 
 func (m etcdMember) toProto() *machine.EtcdMember {
 	return &machine.EtcdMember{
@@ -94,10 +109,10 @@ func (e *etcdCluster) memberByID(id uint64) (etcdMember, bool) {
 
 // add makes a node a member (a learner first when joining, as Talos does); a stale member with the
 // same peer address is replaced.
-func (e *etcdCluster) add(hostname string, addr netip.Addr, learner bool) etcdMember {
+func (e *etcdCluster) add(hostname string, addr, peer netip.Addr, learner bool) etcdMember {
 	e.remove(addr)
 
-	m := etcdMember{id: randomMemberID(), hostname: hostname, addr: addr, learner: learner}
+	m := etcdMember{id: randomMemberID(), hostname: hostname, addr: addr, peer: peer, learner: learner}
 	e.members = append(e.members, m)
 	e.store.put("/talos-emulator/etcd/members/"+hostname, addr.String())
 

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/netip"
 	"sort"
 	"strings"
 
@@ -114,10 +115,7 @@ func (k *kubeAPI) nodeObject(kn kubeNode) corev1.Node {
 		ObjectMeta: metav1.ObjectMeta{Name: kn.hostname, UID: uid("node", kn.hostname), Labels: nodeLabels, ResourceVersion: "1"},
 		Spec:       corev1.NodeSpec{Unschedulable: kn.cordoned, Taints: taints},
 		Status: corev1.NodeStatus{
-			Addresses: []corev1.NodeAddress{
-				{Type: corev1.NodeInternalIP, Address: kn.addr.String()},
-				{Type: corev1.NodeHostName, Address: kn.hostname},
-			},
+			Addresses:  append(internalIPs(kn.nodeIPs), corev1.NodeAddress{Type: corev1.NodeHostName, Address: kn.hostname}),
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: kn.ready, Reason: readyReason(kn.ready)}},
 			NodeInfo: corev1.NodeSystemInfo{
 				KubeletVersion:          imageTagOf(kn.kubeletImage),
@@ -336,4 +334,14 @@ func (k *kubeAPI) daemonSets(nodes []kubeNode) []appsv1.DaemonSet {
 			DesiredNumberScheduled: total, CurrentNumberScheduled: total, NumberReady: ready, NumberAvailable: ready, UpdatedNumberScheduled: total,
 		},
 	}}
+}
+
+// internalIPs are a kubelet's node IPs as its Node's InternalIP addresses, primary first.
+func internalIPs(ips []netip.Addr) []corev1.NodeAddress {
+	out := make([]corev1.NodeAddress, 0, len(ips)+1)
+	for _, ip := range ips {
+		out = append(out, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip.String()})
+	}
+
+	return out
 }

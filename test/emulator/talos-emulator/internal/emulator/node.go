@@ -50,6 +50,8 @@ type Node struct {
 	emu  *Emulator
 	name string
 	addr netip.Addr
+	// extra: the node's other addresses (NodeSpec.Extra).
+	extra []netip.Addr
 
 	mu sync.Mutex
 	// gen counts boots; a timer scheduled for an older boot does nothing.
@@ -85,6 +87,7 @@ func newNode(e *Emulator, spec NodeSpec) *Node {
 		emu:      e,
 		name:     spec.Name,
 		addr:     spec.Address,
+		extra:    spec.Extra,
 		phase:    PhaseOff,
 		version:  e.opts.Version,
 		events:   newEventLog(),
@@ -165,6 +168,12 @@ type view struct {
 	unhealthy    bool
 	kubeletImage string
 	version      string
+	// etcdPeer: the address its etcd advertises; nodeIPs: those its kubelet reports (Talos' rules,
+	// addresses.go). Both from its config; the API address without one.
+	etcdPeer netip.Addr
+	nodeIPs  []netip.Addr
+	// addresses: every address it holds, the API address first.
+	addresses []netip.Addr
 }
 
 func (n *Node) view() view {
@@ -173,10 +182,21 @@ func (n *Node) view() view {
 
 	v := view{node: n, addr: n.addr, phase: n.phase, etcdData: n.etcdData, leftEtcd: n.leftEtcd, unhealthy: n.faults.Unhealthy, version: n.version}
 
+	v.addresses = append([]netip.Addr{n.addr}, n.extra...)
+	v.etcdPeer, v.nodeIPs = n.addr, []netip.Addr{n.addr}
+
 	if n.cfg != nil {
 		v.hostname = hostnameOf(n.cfg, n.addr)
 		v.controlPlane = n.cfg.Machine().Type().IsControlPlane()
 		v.kubeletImage = n.cfg.Machine().Kubelet().Image()
+
+		if peer := etcdAdvertised(n.cfg, v.addresses); peer.IsValid() {
+			v.etcdPeer = peer
+		}
+
+		if ips := kubeletNodeIPs(n.cfg, v.addresses); len(ips) > 0 {
+			v.nodeIPs = ips
+		}
 	}
 
 	return v
