@@ -30,6 +30,13 @@ export const controlPlaneCount: Rule = ({ rawNodes }, problems) => {
       got: controlPlanes,
       hint: "Use 1, 3 or 5",
     });
+  } else if (controlPlanes > 5) {
+    // More members add write latency and no useful fault tolerance; the rollouts, the quorum
+    // placement and the docs are for 1, 3 or 5.
+    problems.add(["nodes"], "more than 5 control planes is not supported", {
+      got: controlPlanes,
+      hint: "Use 1, 3 or 5 control planes, and run the rest as workers (role: worker)",
+    });
   }
 };
 
