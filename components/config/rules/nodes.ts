@@ -75,8 +75,7 @@ export const maintenanceAddresses: Rule = ({ nodes }, problems) => {
     const address = canonicalIp(node.baremetal.maintenanceAddress);
     const key = `nodes[${index}].baremetal.maintenanceAddress`;
     const claimed = owners.get(address);
-    const other =
-      claimed && claimed.owner !== index ? claimed : maintenance.get(address);
+    const other = claimed && claimed.owner !== index ? claimed : maintenance.get(address);
     if (other && other.owner !== index) {
       problems.add(
         ["nodes", index, "baremetal", "maintenanceAddress"],

@@ -50,8 +50,7 @@ const cases: RuleCase[] = [
     problems: [
       'dns.records[0].values[1]: is not an IPv6 address, and the record has no type, so its first value makes it an AAAA record; got "192.0.2.60". Put IPv4 and IPv6 values in two records (type A and type AAAA)',
     ],
-    valid: (v) =>
-      v.dns.records.push({ name: "*.apps.demo.example.net", values: ["2001:db8::60"] }),
+    valid: (v) => v.dns.records.push({ name: "*.apps.demo.example.net", values: ["2001:db8::60"] }),
     secrets: ["fluxDeployKey"],
   },
   {
@@ -63,7 +62,11 @@ const cases: RuleCase[] = [
       'dns.records[1].name: repeats dns.records[0] (same name and type A); Cloud DNS takes one record set per name and type; got "*.apps.demo.example.net". List every value of a name and type in one record',
     ],
     valid: (v) =>
-      v.dns.records.push({ name: "*.apps.demo.example.net", type: "AAAA", values: ["2001:db8::61"] }),
+      v.dns.records.push({
+        name: "*.apps.demo.example.net",
+        type: "AAAA",
+        values: ["2001:db8::61"],
+      }),
     secrets: ["fluxDeployKey"],
   },
   {
