@@ -171,7 +171,8 @@ export const controlPlaneMemory: Rule = ({ nodes }, problems) => {
 export const workloadPlacement: Rule = ({ cluster, rawNodes }, problems) => {
   if (cluster?.allowSchedulingOnControlPlanes !== false || rawNodes.length === 0) return;
   const roles = rawNodes.map((n) => (n as { role?: unknown } | null)?.role);
-  if (roles.some((role) => role === "worker")) return;
+  // A misspelt role may be a worker's (it is reported on its own).
+  if (roles.some((role) => role === "worker" || role !== "controlplane")) return;
   problems.add(
     ["cluster", "allowSchedulingOnControlPlanes"],
     "is false, but the cluster has no workers, so no workload could run anywhere",

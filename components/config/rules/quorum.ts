@@ -172,7 +172,14 @@ function placedControlPlanes(nodes: readonly IndexedNode[], oci: RawOci | undefi
 }
 
 /** No failure domain holds more control planes than quorum allows. */
-export const quorumPlacement: Rule = ({ nodes, oci }, problems) => {
+export const quorumPlacement: Rule = ({ nodes, oci, rawNodes }, problems) => {
+  // A node that did not parse and may be a control plane changes the count (it is reported on its
+  // own): counting without it would misjudge what a domain may hold.
+  const parsed = new Set(nodes.map(({ index }) => index));
+  const unparsedControlPlane = rawNodes.some(
+    (n, index) => !parsed.has(index) && (n as { role?: unknown } | null)?.role !== "worker",
+  );
+  if (unparsedControlPlane) return;
   const count = nodes.filter(({ node }) => node.role === "controlplane").length;
   // One control plane has no quorum to keep; an even count is reported on its own.
   if (count < 3 || count % 2 === 0) return;

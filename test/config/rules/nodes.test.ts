@@ -5,6 +5,20 @@ import { itRefusesMutations } from "../arbitraryStack";
 
 const cases: RuleCase[] = [
   {
+    rule: "a worker whose role is misspelt, without a follow-on 'no workers' problem",
+    base: mixedCluster,
+    broken: (v) => {
+      v.cluster.allowSchedulingOnControlPlanes = false;
+      v.nodes[3].role = "wroker";
+      v.nodes[4].role = "wroker";
+    },
+    problems: [
+      'nodes[3].role: expected one of controlplane, worker; got "wroker"',
+      'nodes[4].role: expected one of controlplane, worker; got "wroker"',
+    ],
+    valid: (v) => (v.cluster.allowSchedulingOnControlPlanes = false),
+  },
+  {
     rule: "a maintenance address that is another node's address",
     base: mixedCluster,
     broken: (v) => (v.nodes[4].baremetal.maintenanceAddress = "192.0.2.21"),
