@@ -9,7 +9,9 @@ import type { RawOci } from "../schema";
 import type { IndexedNode, Rule } from "./rule";
 
 /** 1, 3 or 5 control planes: etcd needs a majority, which an even count does not add to. */
-export const controlPlaneCount: Rule = ({ rawNodes }, problems) => {
+export const controlPlaneCount: Rule = ({ rawNodes, raw }, problems) => {
+  // A missing or malformed node list is reported by the schema already.
+  if (!Array.isArray(raw.nodes)) return;
   if (rawNodes.length === 0) {
     problems.add(["nodes"], "the cluster has no nodes", {
       hint: "List 1, 3 or 5 control planes and any workers",
