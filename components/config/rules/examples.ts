@@ -30,6 +30,14 @@ function exampleValuesIn(value: unknown, path: KeyPath, found: { key: string; va
   }
 }
 
+/** What the example-values warning says, to tell it from the others. */
+const EXAMPLE_VALUE = "is an example value (a documentation address or MAC)";
+
+/** Whether a warning line is the example-values one (the repository's own stacks hold such values). */
+export function isExampleValuesWarning(line: string): boolean {
+  return line.includes(`: ${EXAMPLE_VALUE}`);
+}
+
 /** How many keys a warning names before "and N more". */
 const NAMED = 3;
 
@@ -47,7 +55,7 @@ export const exampleValues: Rule = ({ raw }, problems) => {
     others.length === 0
       ? ""
       : `, and so are ${named.join(", ")}${rest > 0 ? ` and ${rest} more` : ""}`;
-  problems.warn([first.key], `is an example value (a documentation address or MAC)${also}`, {
+  problems.warn([first.key], `${EXAMPLE_VALUE}${also}`, {
     got: first.value,
     hint: `Replace the example values with your network's addresses and your machines' MACs before preview: ${DOCUMENTATION_RANGES.join(", ")} and 00:00:5e:00:53:xx reach no real machine`,
   });
