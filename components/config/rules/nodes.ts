@@ -171,8 +171,8 @@ export const controlPlaneMemory: Rule = ({ nodes }, problems) => {
 export const workloadPlacement: Rule = ({ cluster, rawNodes }, problems) => {
   if (cluster?.allowSchedulingOnControlPlanes !== false || rawNodes.length === 0) return;
   const roles = rawNodes.map((n) => (n as { role?: unknown } | null)?.role);
-  // A misspelt role may be a worker's (it is reported on its own).
-  if (roles.some((role) => role === "worker" || role !== "controlplane")) return;
+  // A worker, or a misspelt role that may be a worker's (it is reported on its own).
+  if (roles.some((role) => role !== "controlplane")) return;
   problems.add(
     ["cluster", "allowSchedulingOnControlPlanes"],
     "is false, but the cluster has no workers, so no workload could run anywhere",
