@@ -66,6 +66,7 @@ export function validateStackConfig(input: StackValidationInput): StackValidatio
       const { warnings } = checkPlatformConfig(
         { ...values, presentKeys, secretKeys, project },
         stackFile,
+        { exampleValues: true },
       );
       return { problems: [], warnings };
     } else if (layer === "bootstrap") {

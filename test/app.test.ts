@@ -313,12 +313,12 @@ describe("app layer", () => {
     [
       "has no outputs yet",
       null,
-      /^foundation stack organization\/talos-platform\/staging has no endpoint, kubernetesCaCertificate, clusterName output yet; the app layer needs the cluster first\. Run `npm run platform -- up staging`/,
+      /^talos-platform-app:foundationStack: foundation stack organization\/talos-platform\/staging has no endpoint, kubernetesCaCertificate, clusterName output yet; the app layer needs the cluster first\. Run `npm run platform -- up staging` \(the foundation layer\), then retry; if the foundation is another stack, set talos-platform-app:foundationStack \(organization\/project\/stack\) in app\/Pulumi\.staging\.yaml\.$/,
     ],
     [
       "does not exist",
       "missing",
-      /^foundation stack organization\/talos-platform\/staging could not be read \(.*unknown stack "organization\/talos-platform\/staging".*\); the app layer needs the cluster first\. Run `npm run platform -- up staging`/s,
+      /^talos-platform-app:foundationStack: foundation stack organization\/talos-platform\/staging could not be read \(.*unknown stack "organization\/talos-platform\/staging".*\); the app layer needs the cluster first\. Run `npm run platform -- up staging`/s,
     ],
   ] as const) {
     it(`registers nothing of OpenBao or Grafana when the foundation stack ${situation}`, async () => {

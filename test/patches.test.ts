@@ -263,7 +263,12 @@ describe("etcd's advertised address on control planes", () => {
       platform: "openstack",
       openstack: { fixedIp: "203.0.113.13", fixedIp6: "2001:db8:300::13" },
     };
-    values.openstack = { networkId: "net", subnetId: "subnet", flavor: "m1.large" };
+    values.openstack = {
+      networkId: "net",
+      subnetId: "subnet",
+      subnet6Id: "subnet6",
+      flavor: "m1.large",
+    };
     values.cluster.network.connectivity = "routed";
     delete values.cluster.vip;
     const node = validatePlatformConfig(values, "x").nodes[2];

@@ -9,6 +9,7 @@ import { parse } from "yaml";
 import { CREDENTIALS } from "../automation/credentials";
 import type { LayerName } from "../automation/layers";
 import { validateStackConfig, isSecureValue } from "../automation/readiness";
+import { isExampleValuesWarning } from "../components/config/rules/examples";
 import { stackFileValues } from "../components/config/stackValues";
 import { PLATFORMS } from "../components/spec/types";
 import { ROOT, STACK_SECRETS, readStackFile, resolveAll, runFoundation, setupRun } from "./harness";
@@ -96,16 +97,19 @@ describe("every stack file in the repository", () => {
     describe(stack.file, () => {
       it("passes its layer's validation, given the credentials the CLI would find", () => {
         const { values, presentKeys, secrets } = inputs(stack);
+        const { problems, warnings } = validateStackConfig({
+          layer: stack.layer,
+          env: stack.env,
+          project: stack.project,
+          stackFile: stack.file,
+          values,
+          presentKeys: new Set([...presentKeys, ...Object.keys(secrets)]),
+          secretKeys: new Set(Object.keys(secrets)),
+        });
+        // The shipped stacks hold documentation addresses until an operator replaces them, so the
+        // example-values warning may come and go with their edits.
         assert.deepEqual(
-          validateStackConfig({
-            layer: stack.layer,
-            env: stack.env,
-            project: stack.project,
-            stackFile: stack.file,
-            values,
-            presentKeys: new Set([...presentKeys, ...Object.keys(secrets)]),
-            secretKeys: new Set(Object.keys(secrets)),
-          }),
+          { problems, warnings: warnings.filter((w) => !isExampleValuesWarning(w)) },
           { problems: [], warnings: [] },
         );
       });

@@ -36,14 +36,20 @@ export class FoundationReference extends pulumi.ComponentResource {
   /** The foundation's values; secret outputs stay secret. Rejects with a RunError when there are none. */
   async read(): Promise<pulumi.Output<FoundationValues>> {
     const { stack, environment } = this.args;
-    const fix = `Run \`npm run platform -- up ${environment}\` (the foundation layer), then retry.`;
+    // The reference comes from talos-platform-app:foundationStack (or its default), so a wrong one
+    // is named by that key.
+    const fix =
+      `Run \`npm run platform -- up ${environment}\` (the foundation layer), then retry; if the ` +
+      `foundation is another stack, set talos-platform-app:foundationStack ` +
+      `(organization/project/stack) in app/Pulumi.${environment}.yaml.`;
+    const key = "talos-platform-app:foundationStack";
     let details: pulumi.StackReferenceOutputDetails[];
     try {
       details = await Promise.all(REQUIRED.map((key) => this.reference.getOutputDetails(key)));
     } catch (error) {
       // The engine fails the read when the stack does not exist (`unknown stack "…"`).
       throw new pulumi.RunError(
-        `foundation stack ${stack} could not be read (${(error as Error).message}); the app layer needs ` +
+        `${key}: foundation stack ${stack} could not be read (${(error as Error).message}); the app layer needs ` +
           `the cluster first. ${fix}`,
       );
     }
@@ -52,7 +58,7 @@ export class FoundationReference extends pulumi.ComponentResource {
     );
     if (missing.length > 0) {
       throw new pulumi.RunError(
-        `foundation stack ${stack} has no ${missing.join(", ")} output yet; the app layer needs the ` +
+        `${key}: foundation stack ${stack} has no ${missing.join(", ")} output yet; the app layer needs the ` +
           `cluster first. ${fix}`,
       );
     }

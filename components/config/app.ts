@@ -323,6 +323,28 @@ function checkAppUrls(raw: Record<string, unknown>, problems: Problems): void {
 }
 
 /**
+ * Each OpenBao role name once: a role is one resource named after it (and one
+ * auth/<path>/role/<name>), so the engine would stop partway on the second.
+ */
+function checkRoleNames(raw: Record<string, unknown>, problems: Problems): void {
+  const openbao = isMapping(raw.openbao) ? raw.openbao : {};
+  const first = new Map<string, number>();
+  (Array.isArray(openbao.roles) ? openbao.roles : []).forEach((role, i) => {
+    const roleName = isMapping(role) && typeof role.name === "string" ? role.name : undefined;
+    if (roleName === undefined) return;
+    const earlier = first.get(roleName);
+    if (earlier !== undefined) {
+      problems.add(["openbao", "roles", i, "name"], `repeats openbao.roles[${earlier}].name`, {
+        got: roleName,
+        hint: "Each role needs its own name; merge their service accounts, namespaces and policies into one role, or rename one",
+      });
+    } else {
+      first.set(roleName, i);
+    }
+  });
+}
+
+/**
  * Validates the app layer's values and reads its files, reporting every problem at once. Pure over
  * `raw` (the namespace's keys that are not secret, as read or as written in the stack file) and
  * `secretKeys` (the keys set as secrets): callable without the Pulumi runtime.
@@ -346,6 +368,7 @@ export function validateAppConfig(
     problems.addZodIssues([], settings, parsed.error.issues, appSettingKeys(), "docs/app-layer.md");
   }
   checkAppUrls(raw, problems);
+  checkRoleNames(raw, problems);
 
   // Files and cross-references: checked whatever the schema found.
   const { policyDir, inline, references, dashboards } = filesAndReferences(raw);

@@ -90,6 +90,14 @@ export function nodeResolvers(node: RawNode, cluster: RawCluster, site: string):
   };
 }
 
+/** A DNS record's type: given, else AAAA when its first value is an IPv6 address, A otherwise. */
+export function recordType(record: {
+  readonly type?: "A" | "AAAA" | "CNAME" | "TXT";
+  readonly values: readonly string[];
+}): "A" | "AAAA" | "CNAME" | "TXT" {
+  return record.type ?? (ipFamily(record.values[0] ?? "") === 6 ? "AAAA" : "A");
+}
+
 /** The static network block, on the platforms that have one (Proxmox, bare metal). */
 export function staticNetwork(node: RawNode) {
   return node.platform === "proxmox" || node.platform === "baremetal" ? node.network : undefined;

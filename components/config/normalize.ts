@@ -21,6 +21,7 @@ import {
   knownSourceAddresses,
   nodeResolvers,
   ociArchitecture,
+  recordType,
   serviceFamilies,
   siteOf,
   staticAddresses,
@@ -101,7 +102,7 @@ export function normalizeServices(
       endpointName: endpointIsName ? fqdn(cluster.endpoint) : undefined,
       records: (dns.records ?? []).map((record) => ({
         name: fqdn(record.name),
-        type: record.type ?? (ipFamily(record.values[0]) === 6 ? "AAAA" : "A"),
+        type: recordType(record),
         values: record.values,
       })),
     },

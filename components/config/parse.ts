@@ -10,6 +10,7 @@ import {
   dnsSchema,
   fluxSchema,
   gcpSchema,
+  nodeCommonSchema,
   nodeSchema,
   nodesSchema,
   ociSchema,
@@ -76,8 +77,24 @@ export function parseStack(raw: RawStackConfig, stackFile: string): RuleInput {
   const rawNodes = required("nodes", nodesSchema) ?? [];
   const nodes: IndexedNode[] = [];
   rawNodes.forEach((value, index) => {
-    const node = parse(["nodes", index], nodeSchema, value);
-    if (node) nodes.push({ index, node });
+    const result = nodeSchema.safeParse(value, PARSE_OPTIONS);
+    if (result.success) {
+      nodes.push({ index, node: result.data });
+      return;
+    }
+    // Without a known platform the union stops at it: check what every node has on its own.
+    const unknownPlatform = result.error.issues.some(
+      (issue) => issue.path.length === 1 && issue.path[0] === "platform",
+    );
+    const common = unknownPlatform
+      ? nodeCommonSchema.safeParse(value, PARSE_OPTIONS).error?.issues
+      : undefined;
+    schemaProblems.push({
+      kind: "invalid",
+      key: ["nodes", index],
+      value,
+      issues: [...result.error.issues, ...(common ?? [])],
+    });
   });
 
   const secretKeys = raw.secretKeys ?? new Set<string>();

@@ -97,6 +97,15 @@ function message(path: KeyPath, problem: string, opts: { got?: unknown; hint?: s
   return `${keyOf(path)}: ${problem}${got}${hint}`;
 }
 
+/**
+ * What to say about an unknown key found in the mapping at `path` (relative to the value checked),
+ * or undefined for the default wording.
+ */
+export type UnknownKeyAdvice = (
+  path: KeyPath,
+  key: string,
+) => { readonly problem: string; readonly hint: string } | undefined;
+
 /** Accumulates problems; nothing is thrown until every check has run. */
 export class Problems {
   private readonly list: string[] = [];
@@ -131,12 +140,18 @@ export class Problems {
     issues: readonly z.core.$ZodIssue[],
     knownKeys: readonly string[] = [],
     reference = "docs/configuration.md",
+    advise?: UnknownKeyAdvice,
   ): void {
     for (const issue of issues) {
       const relative: KeyPath = issue.path.map((p) => (typeof p === "symbol" ? String(p) : p));
       const path = [...base, ...relative];
       if (issue.code === "unrecognized_keys") {
         for (const key of issue.keys) {
+          const advice = advise?.(relative, key);
+          if (advice) {
+            this.add([...path, key], advice.problem, { hint: advice.hint });
+            continue;
+          }
           const meant = closestKey(key, knownKeys);
           const readme = `See ${reference}`;
           if (meant === key) {

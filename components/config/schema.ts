@@ -24,9 +24,17 @@ const ipv6 = z
 const cidr = z.string().refine((v) => parseCidr(v) !== undefined, {
   error: "expected an address with its prefix length, such as 192.0.2.11/24 or 2001:db8::11/64",
 });
-const version = z.string().refine((v) => parseVersion(v) !== undefined, {
-  error: "expected a version MAJOR.MINOR.PATCH such as v1.13.9 or 1.36.3",
-});
+const version = z
+  .string({
+    // `kubernetesVersion: 1.36` is a YAML number (and 1.30 would read as 1.3).
+    error: (issue) =>
+      typeof issue.input === "number"
+        ? 'is a YAML number, not a version (unquoted, 1.30 reads as 1.3); quote it and give the patch release, e.g. "1.36.3"'
+        : undefined,
+  })
+  .refine((v) => parseVersion(v) !== undefined, {
+    error: "expected a version MAJOR.MINOR.PATCH such as v1.13.9 or 1.36.3",
+  });
 const dnsLabel = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, {
   error: "expected a lowercase DNS label (letters, digits, hyphens; at most 63 characters)",
 });
@@ -216,6 +224,12 @@ export const nodeSchema = z.discriminatedUnion(
     error: `expected platform to be one of ${PLATFORMS.join(", ")}`,
   },
 );
+
+/**
+ * What every node has whatever its platform (its other keys ignored): checked on its own when the
+ * platform is unknown, so a misspelt role is not hidden by a misspelt platform.
+ */
+export const nodeCommonSchema = z.object(nodeCommon);
 
 /** The `talos-platform:nodes` key. */
 export const nodesSchema = z.array(z.unknown(), { error: "expected a list of nodes" });

@@ -8,6 +8,7 @@ import { normalizeStack } from "./normalize";
 import { parseStack, RawStackConfig } from "./parse";
 import { Problems } from "./problems";
 import { RULES } from "./rules";
+import { exampleValues } from "./rules/examples";
 
 /** A valid stack, and what is valid but worth knowing about it. */
 export interface CheckedPlatformConfig {
@@ -16,15 +17,29 @@ export interface CheckedPlatformConfig {
   readonly warnings: readonly string[];
 }
 
+/** What {@link checkPlatformConfig} checks beyond the rules. */
+export interface CheckOptions {
+  /**
+   * Warn about example values left in the stack (documentation addresses and MACs): what `validate`
+   * reports; the program, its tests and their fixtures use such values on purpose.
+   */
+  readonly exampleValues?: boolean;
+}
+
 /**
  * Validates the whole stack config. Every rule runs even when a section is broken, so the error lists
  * every problem at once. Pure: callable on a stack file's values (see `stackFileValues`).
  * @throws StackConfigError naming each offending key.
  */
-export function checkPlatformConfig(raw: RawStackConfig, stackFile: string): CheckedPlatformConfig {
+export function checkPlatformConfig(
+  raw: RawStackConfig,
+  stackFile: string,
+  options: CheckOptions = {},
+): CheckedPlatformConfig {
   const parsed = parseStack(raw, stackFile);
   const problems = new Problems();
   for (const rule of RULES) rule(parsed, problems);
+  if (options.exampleValues) exampleValues(parsed, problems);
   problems.throwIfAny(stackFile);
   return { spec: normalizeStack(completeStack(parsed)), warnings: problems.warnings };
 }

@@ -98,7 +98,12 @@ describe("validate", () => {
     assert.equal(await runCli(["validate"], ctx), ExitCode.ok);
     assert.match(
       ctx.stdout.text,
-      /^foundation\/lab \(Pulumi\.lab\.yaml\): ready to preview\n {4}credentials: proxmoxApiToken \(environment\)$/m,
+      /^foundation\/lab \(Pulumi\.lab\.yaml\): ready to preview\n {4}warning: cluster\.endpoint: is an example value .*\n {4}credentials: proxmoxApiToken \(environment\)$/m,
+    );
+    // Documentation addresses copied from an example: valid, with a warning, never a problem.
+    assert.match(
+      ctx.stdout.text,
+      /^ {4}warning: cluster\.endpoint: is an example value \(a documentation address or MAC\), and so are nodes\[0\]\.network\.addresses\[0\], nodes\[0\]\.network\.gateway; got "192\.0\.2\.21"\. Replace the example values with your network's addresses and your machines' MACs before preview/m,
     );
     assert.match(ctx.stdout.text, /^foundation\/metal \(Pulumi\.metal\.yaml\): ready to preview$/m);
     assert.match(ctx.stdout.text, /^Pulumi CLI: 3\.276\.0 \(.*\/pulumi\)$/m);

@@ -45,6 +45,31 @@ describe("app layer validation", () => {
     );
   });
 
+  // A stack file that breaks a rule, the exact problems, and a valid neighbour.
+  const cases: {
+    rule: string;
+    broken: (v: any) => void;
+    problems: string[];
+    valid?: (v: any) => void;
+  }[] = [
+    {
+      rule: "two OpenBao roles of one name",
+      broken: (v) => v.openbao.roles.push({ ...v.openbao.roles[0], namespaces: ["other"] }),
+      problems: [
+        'openbao.roles[1].name: repeats openbao.roles[0].name; got "external-secrets". Each role needs its own name; merge their service accounts, namespaces and policies into one role, or rename one',
+      ],
+      valid: (v) =>
+        v.openbao.roles.push({ ...v.openbao.roles[0], name: "other", namespaces: ["other"] }),
+    },
+  ];
+  for (const c of cases) {
+    it(`refuses ${c.rule}`, () => assert.deepEqual(problemsOf(c.broken), c.problems));
+    const valid = c.valid;
+    if (valid) {
+      it(`accepts the valid neighbour of ${c.rule}`, () => assert.deepEqual(problemsOf(valid), []));
+    }
+  }
+
   it("answers an unknown top-level app key with the one probably meant", () => {
     assert.deepEqual(
       problemsOf((v) => {

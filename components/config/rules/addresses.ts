@@ -222,6 +222,45 @@ export const clusterRanges: Rule = ({ cluster, nodes }, problems) => {
   const services = declared("serviceSubnets");
   const isDefault = (d: Declared) => d.key.length === 3;
 
+  // Within one list: no range overlapping another.
+  for (const [kind, list] of [
+    ["podSubnets", pods],
+    ["serviceSubnets", services],
+  ] as const) {
+    list.forEach((range, i) => {
+      const earlier = list.findIndex(
+        (other, j) => j < i && rangesOverlap(other.range, range.range),
+      );
+      if (earlier >= 0) {
+        problems.add(
+          range.key,
+          `overlaps cluster.network.${kind}[${earlier}] (${list[earlier].text})`,
+          {
+            got: range.text,
+            hint: "List separate ranges, one per IP family",
+          },
+        );
+      }
+    });
+  }
+  // The API server and the controller manager take one service range per family
+  // (--service-cluster-ip-range: one CIDR, or an IPv4 and an IPv6 one for dual stack).
+  services.forEach((range, i) => {
+    const earlier = services.findIndex(
+      (other, j) => j < i && other.range.family === range.range.family,
+    );
+    if (earlier >= 0 && !rangesOverlap(services[earlier].range, range.range)) {
+      problems.add(
+        range.key,
+        `is a second IPv${range.range.family} service subnet (after cluster.network.serviceSubnets[${earlier}]); Kubernetes takes one service range per IP family`,
+        {
+          got: range.text,
+          hint: "Keep one IPv4 and at most one IPv6 service subnet (the first one's family is primary); widen that one if it is too small",
+        },
+      );
+    }
+  });
+
   for (const pod of pods) {
     for (const service of services) {
       if (rangesOverlap(pod.range, service.range)) {

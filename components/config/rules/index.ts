@@ -15,6 +15,8 @@ import { unknownKeys } from "./keys";
 import { nodeLabels } from "./labels";
 import {
   controlPlaneMemory,
+  maintenanceAddresses,
+  openstackSubnets,
   platformSettings,
   proxmoxHosts,
   uniqueness,
@@ -46,7 +48,9 @@ export const RULES: readonly Rule[] = [
   imageFactory,
   controlPlaneCount,
   uniqueness,
+  maintenanceAddresses,
   platformSettings,
+  openstackSubnets,
   proxmoxHosts,
   nodeNetworks,
   controlPlaneMemory,

@@ -56,6 +56,40 @@ export const uniqueness: Rule = ({ nodes }, problems) => {
   }
 };
 
+/**
+ * A bare-metal node's maintenance address (where it answers before its first config) is no other
+ * node's address nor another node's maintenance address: the first push would configure the wrong
+ * machine.
+ */
+export const maintenanceAddresses: Rule = ({ nodes }, problems) => {
+  const owners = new Map<string, { owner: number; key: string }>();
+  for (const entry of nodes) {
+    for (const { ip, key } of claimedAddresses(entry)) {
+      const address = canonicalIp(ip);
+      if (!owners.has(address)) owners.set(address, { owner: entry.index, key });
+    }
+  }
+  const maintenance = new Map<string, { owner: number; key: string }>();
+  for (const { index, node } of nodes) {
+    if (node.platform !== "baremetal" || !node.baremetal.maintenanceAddress) continue;
+    const address = canonicalIp(node.baremetal.maintenanceAddress);
+    const key = `nodes[${index}].baremetal.maintenanceAddress`;
+    const claimed = owners.get(address);
+    const other = claimed && claimed.owner !== index ? claimed : maintenance.get(address);
+    if (other && other.owner !== index) {
+      problems.add(
+        ["nodes", index, "baremetal", "maintenanceAddress"],
+        `address ${address} is already used by ${other.key}, so the first push would configure that machine`,
+        {
+          got: node.baremetal.maintenanceAddress,
+          hint: "Give the address this machine answers on in maintenance mode (its DHCP or SLAAC address)",
+        },
+      );
+    }
+    if (!maintenance.has(address)) maintenance.set(address, { owner: index, key });
+  }
+};
+
 /** Each platform's settings key, named in the problem when a node needs it. */
 const PLATFORM_SETTINGS: Record<string, { name: string; hint: string }> = {
   proxmox: { name: "Proxmox", hint: "Add proxmox.endpoint and proxmox.hosts" },
@@ -69,6 +103,30 @@ export const platformSettings: Rule = ({ platformsGiven, nodes }, problems) => {
     const first = nodes.find(({ node }) => node.platform === platform);
     if (first && !platformsGiven.has(platform)) {
       problems.add([platform], `required because nodes[${first.index}] runs on ${name}`, { hint });
+    }
+  }
+};
+
+/** An OpenStack fixed address is allocated on a subnet the stack names (the port's fixed_ip). */
+export const openstackSubnets: Rule = ({ openstack, nodes }, problems) => {
+  if (!openstack) return;
+  const keys = [
+    ["fixedIp", "subnetId", "IPv4"],
+    ["fixedIp6", "subnet6Id", "IPv6"],
+  ] as const;
+  for (const [fixed, subnet, family] of keys) {
+    if (openstack[subnet]) continue;
+    const first = nodes.find(
+      ({ node }) => node.platform === "openstack" && node.openstack?.[fixed] !== undefined,
+    );
+    if (first) {
+      problems.add(
+        ["openstack", subnet],
+        `required because nodes[${first.index}] sets openstack.${fixed}, and a fixed address is allocated on a named subnet`,
+        {
+          hint: `Give the ID of the network's ${family} subnet, or leave openstack.${fixed} out (DHCP)`,
+        },
+      );
     }
   }
 };
@@ -113,7 +171,8 @@ export const controlPlaneMemory: Rule = ({ nodes }, problems) => {
 export const workloadPlacement: Rule = ({ cluster, rawNodes }, problems) => {
   if (cluster?.allowSchedulingOnControlPlanes !== false || rawNodes.length === 0) return;
   const roles = rawNodes.map((n) => (n as { role?: unknown } | null)?.role);
-  if (roles.some((role) => role === "worker")) return;
+  // A worker, or a misspelt role that may be a worker's (it is reported on its own).
+  if (roles.some((role) => role !== "controlplane")) return;
   problems.add(
     ["cluster", "allowSchedulingOnControlPlanes"],
     "is false, but the cluster has no workers, so no workload could run anywhere",

@@ -290,6 +290,34 @@ function warnDeprecated(
   }
 }
 
+/**
+ * A patch of several nodes (`cluster.patches.*`) names no host: every node it reaches would get the
+ * same hostname (the program gives each node its own from nodes[].name).
+ */
+function checkSharedHostname(
+  path: KeyPath,
+  { document, where }: Located,
+  problems: Problems,
+): void {
+  const sets =
+    document.kind === "HostnameConfig"
+      ? document.hostname !== undefined
+        ? "HostnameConfig hostname"
+        : undefined
+      : valueAt(document, ["machine", "network", "hostname"]) !== undefined
+        ? "machine.network.hostname"
+        : undefined;
+  if (!sets) return;
+  const scope = path[2];
+  problems.add(
+    path,
+    `${where}sets ${sets}, which would give every ${scope === "all" ? "node" : `${String(scope)} node`} the same name`,
+    {
+      hint: "Each node's hostname comes from nodes[].name; to override one, put the HostnameConfig in that node's nodes[].patches",
+    },
+  );
+}
+
 /** Checks one patch; no contract schema when the stack's Talos release is unknown (reported elsewhere). */
 function checkTalosPatch(
   path: KeyPath,
@@ -319,8 +347,13 @@ function checkTalosPatch(
     }
     seen.add(identity);
     checkIdentity(path, located, problems);
-    checkNodeMetadata(path, located, problems);
     const issues = schema?.validateDocument(document) ?? [];
+    // machine.network already refused whole (Talos 1.13 dropped it from its schema) says enough.
+    const networkRefused = issues.some(
+      (issue) => issue.kind === "unknownKey" && keyOf(issue.path) === "machine.network",
+    );
+    if (path[0] === "cluster" && !networkRefused) checkSharedHostname(path, located, problems);
+    checkNodeMetadata(path, located, problems);
     for (const issue of issues) {
       const { problem, opts } = wordIssue(issue, located, schema!, document);
       problems.add(path, problem, opts);

@@ -9,7 +9,9 @@ import type { RawOci } from "../schema";
 import type { IndexedNode, Rule } from "./rule";
 
 /** 1, 3 or 5 control planes: etcd needs a majority, which an even count does not add to. */
-export const controlPlaneCount: Rule = ({ rawNodes }, problems) => {
+export const controlPlaneCount: Rule = ({ rawNodes, raw }, problems) => {
+  // A missing or malformed node list is reported by the schema already.
+  if (!Array.isArray(raw.nodes)) return;
   if (rawNodes.length === 0) {
     problems.add(["nodes"], "the cluster has no nodes", {
       hint: "List 1, 3 or 5 control planes and any workers",
@@ -29,6 +31,13 @@ export const controlPlaneCount: Rule = ({ rawNodes }, problems) => {
     problems.add(["nodes"], "etcd needs an odd number of control planes", {
       got: controlPlanes,
       hint: "Use 1, 3 or 5",
+    });
+  } else if (controlPlanes > 5) {
+    // More members add write latency and no useful fault tolerance; the rollouts, the quorum
+    // placement and the docs are for 1, 3 or 5.
+    problems.add(["nodes"], "more than 5 control planes is not supported", {
+      got: controlPlanes,
+      hint: "Use 1, 3 or 5 control planes, and run the rest as workers (role: worker)",
     });
   }
 };
@@ -165,7 +174,14 @@ function placedControlPlanes(nodes: readonly IndexedNode[], oci: RawOci | undefi
 }
 
 /** No failure domain holds more control planes than quorum allows. */
-export const quorumPlacement: Rule = ({ nodes, oci }, problems) => {
+export const quorumPlacement: Rule = ({ nodes, oci, rawNodes }, problems) => {
+  // A node that did not parse and may be a control plane changes the count (it is reported on its
+  // own): counting without it would misjudge what a domain may hold.
+  const parsed = new Set(nodes.map(({ index }) => index));
+  const unparsedControlPlane = rawNodes.some(
+    (n, index) => !parsed.has(index) && (n as { role?: unknown } | null)?.role !== "worker",
+  );
+  if (unparsedControlPlane) return;
   const count = nodes.filter(({ node }) => node.role === "controlplane").length;
   // One control plane has no quorum to keep; an even count is reported on its own.
   if (count < 3 || count % 2 === 0) return;

@@ -4,6 +4,7 @@
 // bounds.
 import { createHmac } from "node:crypto";
 import { fqdn, inZone, ipFamily } from "../../net";
+import { recordType } from "../derived";
 import { checkUrlCredential } from "./credentials";
 import type { Rule } from "./rule";
 
@@ -20,7 +21,7 @@ export const services: Rule = (
   if (
     dns &&
     cluster?.endpoint &&
-    !/^[\d.:]+$/.test(cluster.endpoint) &&
+    ipFamily(cluster.endpoint) === undefined &&
     !inZone(cluster.endpoint, dns.domain)
   ) {
     problems.add(
@@ -38,13 +39,24 @@ export const services: Rule = (
         got: record.name,
       });
     }
-    const family =
-      record.type === "AAAA" ? 6 : record.type === "A" || record.type === undefined ? 4 : undefined;
+    // An untyped record takes its type from its first value (normalize.ts: recordType).
+    const type = recordType(record);
+    const family = type === "AAAA" ? 6 : type === "A" ? 4 : undefined;
     record.values.forEach((value, j) => {
       if (family !== undefined && ipFamily(value) !== family) {
-        problems.add(["dns", "records", i, "values", j], `is not an IPv${family} address`, {
-          got: value,
-        });
+        problems.add(
+          ["dns", "records", i, "values", j],
+          record.type === undefined
+            ? `is not an IPv${family} address, and the record has no type, so its first value makes it an ${type} record`
+            : `is not an IPv${family} address`,
+          {
+            got: value,
+            hint:
+              record.type === undefined
+                ? "Put IPv4 and IPv6 values in two records (type A and type AAAA)"
+                : `List only IPv${family} addresses in an ${type} record`,
+          },
+        );
       }
     });
   });
@@ -250,7 +262,7 @@ export const fluxSettings: Rule = ({ flux }, problems) => {
 export const dnsRecords: Rule = ({ dns, cluster }, problems) => {
   if (!dns?.records) return;
   const endpoint =
-    cluster?.endpoint && !/^[\d.:]+$/.test(cluster.endpoint)
+    cluster?.endpoint && ipFamily(cluster.endpoint) === undefined
       ? fqdn(cluster.endpoint).toLowerCase()
       : undefined;
   const seen = new Map<string, number>();
@@ -267,12 +279,13 @@ export const dnsRecords: Rule = ({ dns, cluster }, problems) => {
       );
       return;
     }
-    const type = record.type ?? "A/AAAA";
+    // The type the record gets (an untyped one: its first value's family), as Cloud DNS sees it.
+    const type = recordType(record);
     const first = seen.get(`${name}|${type}`);
     if (first !== undefined) {
       problems.add(
         ["dns", "records", i, "name"],
-        `repeats dns.records[${first}] (same name and type)`,
+        `repeats dns.records[${first}] (same name and type ${type}); Cloud DNS takes one record set per name and type`,
         {
           got: record.name,
           hint: "List every value of a name and type in one record",

@@ -24,6 +24,9 @@ export const connectivity: Rule = (input, problems) => {
       },
     );
   }
+  // A node that did not parse may be at any site (it is reported on its own): a site without a
+  // parsed node is then no sign of a stray setting.
+  if (input.nodes.length < input.rawNodes.length) return;
   for (const name of Object.keys(cluster.sites ?? {})) {
     if (!sites.includes(name)) {
       problems.add(["cluster", "sites", name], "no node is at this site", {

@@ -46,6 +46,20 @@ export const versions: Rule = ({ cluster }, problems) => {
     });
     return;
   }
+  const oldestRelease = TALOS_RELEASES[0].minor;
+  if (contract && compareMinor(minorOf(contract), oldestRelease) < 0) {
+    // The patches are checked against the contract's schema, and none older than the oldest known
+    // release ships (components/config/talosSchemas).
+    problems.add(
+      ["cluster", "configContract"],
+      `is older than Talos ${oldestRelease}, the oldest release this program knows`,
+      {
+        got: cluster.configContract,
+        hint: `Use the Talos version the cluster was created with, ${releasesKnown} (e.g. v${oldestRelease}.0)`,
+      },
+    );
+    return;
+  }
   // Without a configContract the contract is talosVersion's, so a bump to a Talos the generator
   // does not know yet would move the contract there too.
   const effective = contract ? minorOf(contract) : release.minor;

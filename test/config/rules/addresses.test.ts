@@ -83,6 +83,32 @@ const cases: RuleCase[] = [
     },
   },
   {
+    rule: "two IPv4 service subnets",
+    base: proxmoxCluster,
+    broken: (v) => (v.cluster.network.serviceSubnets = ["10.96.0.0/16", "10.97.0.0/16"]),
+    problems: [
+      'cluster.network.serviceSubnets[1]: is a second IPv4 service subnet (after cluster.network.serviceSubnets[0]); Kubernetes takes one service range per IP family; got "10.97.0.0/16". Keep one IPv4 and at most one IPv6 service subnet (the first one\'s family is primary); widen that one if it is too small',
+    ],
+    valid: (v) => (v.cluster.network.serviceSubnets = ["10.96.0.0/16", "fd00:96::/112"]),
+  },
+  {
+    rule: "overlapping pod subnets in one list",
+    base: proxmoxCluster,
+    broken: (v) => (v.cluster.network.podSubnets = ["10.244.0.0/16", "10.244.128.0/17"]),
+    problems: [
+      'cluster.network.podSubnets[1]: overlaps cluster.network.podSubnets[0] (10.244.0.0/16); got "10.244.128.0/17". List separate ranges, one per IP family',
+    ],
+    valid: (v) => (v.cluster.network.podSubnets = ["10.244.0.0/16", "fd00:244::/56"]),
+  },
+  {
+    rule: "overlapping service subnets in one list",
+    base: proxmoxCluster,
+    broken: (v) => (v.cluster.network.serviceSubnets = ["10.96.0.0/12", "10.96.0.0/16"]),
+    problems: [
+      'cluster.network.serviceSubnets[1]: overlaps cluster.network.serviceSubnets[0] (10.96.0.0/12); got "10.96.0.0/16". List separate ranges, one per IP family',
+    ],
+  },
+  {
     rule: "nodes inside Talos' default pod subnet",
     base: proxmoxCluster,
     broken: (v) => {

@@ -5,6 +5,70 @@ import { itRefusesMutations } from "../arbitraryStack";
 
 const cases: RuleCase[] = [
   {
+    rule: "a worker whose role is misspelt, without a follow-on 'no workers' problem",
+    base: mixedCluster,
+    broken: (v) => {
+      v.cluster.allowSchedulingOnControlPlanes = false;
+      v.nodes[3].role = "wroker";
+      v.nodes[4].role = "wroker";
+    },
+    problems: [
+      'nodes[3].role: expected one of controlplane, worker; got "wroker"',
+      'nodes[4].role: expected one of controlplane, worker; got "wroker"',
+    ],
+    valid: (v) => (v.cluster.allowSchedulingOnControlPlanes = false),
+  },
+  {
+    rule: "a maintenance address that is another node's address",
+    base: mixedCluster,
+    broken: (v) => (v.nodes[4].baremetal.maintenanceAddress = "192.0.2.21"),
+    problems: [
+      'nodes[4].baremetal.maintenanceAddress: address 192.0.2.21 is already used by nodes[3].network.addresses[0], so the first push would configure that machine; got "192.0.2.21". Give the address this machine answers on in maintenance mode (its DHCP or SLAAC address)',
+    ],
+    // Its own configured address is the default anyway.
+    valid: (v) => (v.nodes[4].baremetal.maintenanceAddress = "192.0.2.31"),
+  },
+  {
+    rule: "two bare-metal nodes sharing a maintenance address",
+    base: mixedCluster,
+    broken: (v) => {
+      v.nodes[4].baremetal.maintenanceAddress = "2001:db8::99";
+      v.nodes.push({
+        ...JSON.parse(JSON.stringify(v.nodes[4])),
+        name: "metal-2",
+        network: { ...v.nodes[4].network, addresses: ["192.0.2.32/24", "2001:db8::32/64"] },
+        baremetal: { address: "2001:db8::32", maintenanceAddress: "2001:db8:0::99" },
+      });
+    },
+    problems: [
+      'nodes[5].baremetal.maintenanceAddress: address 2001:db8::99 is already used by nodes[4].baremetal.maintenanceAddress, so the first push would configure that machine; got "2001:db8:0::99". Give the address this machine answers on in maintenance mode (its DHCP or SLAAC address)',
+    ],
+  },
+  {
+    rule: "an OpenStack fixed IP without openstack.subnetId",
+    base: cloudCluster,
+    broken: (v) => delete v.openstack.subnetId,
+    problems: [
+      "openstack.subnetId: required because nodes[6] sets openstack.fixedIp, and a fixed address is allocated on a named subnet. Give the ID of the network's IPv4 subnet, or leave openstack.fixedIp out (DHCP)",
+    ],
+    valid: (v) => {
+      delete v.openstack.subnetId;
+      for (const node of v.nodes) if (node.platform === "openstack") delete node.openstack.fixedIp;
+    },
+  },
+  {
+    rule: "an OpenStack fixed IPv6 without openstack.subnet6Id",
+    base: cloudCluster,
+    broken: (v) => (v.nodes[6].openstack.fixedIp6 = "2001:db8:6::21"),
+    problems: [
+      "openstack.subnet6Id: required because nodes[6] sets openstack.fixedIp6, and a fixed address is allocated on a named subnet. Give the ID of the network's IPv6 subnet, or leave openstack.fixedIp6 out (DHCP)",
+    ],
+    valid: (v) => {
+      v.nodes[6].openstack.fixedIp6 = "2001:db8:6::21";
+      v.openstack.subnet6Id = "subnet6-example";
+    },
+  },
+  {
     rule: "two nodes sharing a name",
     base: proxmoxCluster,
     broken: (v) => (v.nodes[2].name = "cp-1"),

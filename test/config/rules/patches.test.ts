@@ -12,6 +12,32 @@ import { itRefusesMutations } from "../arbitraryStack";
 
 const cases: RuleCase[] = [
   {
+    rule: "a HostnameConfig in the patches of every node",
+    base: proxmoxCluster,
+    broken: (v) =>
+      (v.cluster.patches = {
+        all: ["apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: node\n"],
+      }),
+    problems: [
+      "cluster.patches.all[0]: in HostnameConfig, sets HostnameConfig hostname, which would give every node the same name. Each node's hostname comes from nodes[].name; to override one, put the HostnameConfig in that node's nodes[].patches",
+    ],
+    // One node's own patch may name it.
+    valid: (v) =>
+      (v.nodes[0].patches = ["apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: node\n"]),
+  },
+  {
+    rule: "a hostname in the v1alpha1 patches of every control plane (Talos 1.10)",
+    base: proxmoxCluster,
+    broken: (v) => {
+      v.cluster.talosVersion = "v1.10.6";
+      v.cluster.kubernetesVersion = "1.33.5";
+      v.cluster.patches = { controlplane: [{ machine: { network: { hostname: "cp" } } }] };
+    },
+    problems: [
+      "cluster.patches.controlplane[0]: sets machine.network.hostname, which would give every controlplane node the same name. Each node's hostname comes from nodes[].name; to override one, put the HostnameConfig in that node's nodes[].patches",
+    ],
+  },
+  {
     rule: "a patch with a misspelt key",
     base: proxmoxCluster,
     broken: (v) => (v.cluster.patches = { all: [{ machine: { kubelet: { extraArg: {} } } }] }),

@@ -48,6 +48,19 @@ function openstackControlPlanes(): StackValues {
   return values;
 }
 
+/** `count` Proxmox control planes, each on a host of its own. */
+function controlPlanesOnOwnHosts(v: any, count: number): void {
+  const ids = Array.from({ length: count }, (_, i) => i + 1);
+  v.proxmox.hosts = ids.map((i) => ({ name: `pve${i}` }));
+  v.nodes = ids.map((i) => ({
+    name: `cp-${i}`,
+    role: "controlplane",
+    platform: "proxmox",
+    network: { addresses: [`192.0.2.${10 + i}/24`], gateway: "192.0.2.1" },
+    proxmox: { host: `pve${i}`, vmId: 100 + i },
+  }));
+}
+
 const cases: RuleCase[] = [
   {
     rule: "two of three control planes on one Proxmox host",
@@ -110,6 +123,15 @@ const cases: RuleCase[] = [
     base: proxmoxCluster,
     broken: (v) => v.nodes.pop(),
     problems: ["nodes: etcd needs an odd number of control planes; got 2. Use 1, 3 or 5"],
+  },
+  {
+    rule: "seven control planes (an odd count, but not 1, 3 or 5)",
+    base: proxmoxCluster,
+    broken: (v) => controlPlanesOnOwnHosts(v, 7),
+    problems: [
+      "nodes: more than 5 control planes is not supported; got 7. Use 1, 3 or 5 control planes, and run the rest as workers (role: worker)",
+    ],
+    valid: (v) => controlPlanesOnOwnHosts(v, 5),
   },
   {
     rule: "no control plane",

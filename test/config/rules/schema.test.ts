@@ -45,6 +45,46 @@ const cases: RuleCase[] = [
     ],
   },
   {
+    rule: "a Kubernetes version written as a YAML number",
+    base: proxmoxCluster,
+    broken: (v) => (v.cluster.kubernetesVersion = 1.36),
+    problems: [
+      'cluster.kubernetesVersion: is a YAML number, not a version (unquoted, 1.30 reads as 1.3); quote it and give the patch release, e.g. "1.36.3"; got 1.36',
+    ],
+    valid: (v) => (v.cluster.kubernetesVersion = "1.36.3"),
+  },
+  {
+    rule: "the nodes indented under cluster, with a top-level key's advice, not another section's key",
+    base: proxmoxCluster,
+    broken: (v) => {
+      v.cluster.nodes = v.nodes;
+      delete v.nodes;
+    },
+    problems: [
+      "cluster.nodes: is a top-level key, not a setting here. Move it out of cluster to the top of the stack file's config, as talos-platform:nodes",
+      "nodes: required. See docs/configuration.md and Pulumi.staging.yaml",
+    ],
+  },
+  {
+    rule: "a misspelt cluster key, answered from the cluster's own keys",
+    base: proxmoxCluster,
+    broken: (v) => (v.cluster.endpiont = "api.demo.example.net"),
+    problems: ["cluster.endpiont: unknown key. Did you mean endpoint?"],
+  },
+  {
+    rule: "a misspelt role next to a misspelt platform (both reported)",
+    base: proxmoxCluster,
+    broken: (v) => {
+      v.nodes[0].role = "controlpane";
+      v.nodes[0].platform = "proxmx";
+    },
+    problems: [
+      'nodes[0].platform: expected platform to be one of proxmox, baremetal, oci, openstack; got "proxmx"',
+      'nodes[0].role: expected one of controlplane, worker; got "controlpane"',
+    ],
+    valid: (v) => (v.nodes[0].role = "controlplane"),
+  },
+  {
     rule: "a misspelt key",
     base: proxmoxCluster,
     broken: (v) => (v.nodes[0].proxmox.vmid = 5),

@@ -32,8 +32,61 @@ const cases: RuleCase[] = [
   {
     rule: "an A record with an IPv6 value",
     base: withServices,
-    broken: (v) => (v.dns.records[0].values = ["2001:db8::60"]),
-    problems: ['dns.records[0].values[0]: is not an IPv4 address; got "2001:db8::60"'],
+    broken: (v) => {
+      v.dns.records[0].type = "A";
+      v.dns.records[0].values = ["2001:db8::60"];
+    },
+    problems: [
+      'dns.records[0].values[0]: is not an IPv4 address; got "2001:db8::60". List only IPv4 addresses in an A record',
+    ],
+    // Untyped, an IPv6 value makes an AAAA record.
+    valid: (v) => (v.dns.records[0].values = ["2001:db8::60"]),
+    secrets: ["fluxDeployKey"],
+  },
+  {
+    rule: "an untyped record mixing IPv4 and IPv6 values",
+    base: withServices,
+    broken: (v) => (v.dns.records[0].values = ["2001:db8::60", "192.0.2.60"]),
+    problems: [
+      'dns.records[0].values[1]: is not an IPv6 address, and the record has no type, so its first value makes it an AAAA record; got "192.0.2.60". Put IPv4 and IPv6 values in two records (type A and type AAAA)',
+    ],
+    valid: (v) => v.dns.records.push({ name: "*.apps.demo.example.net", values: ["2001:db8::60"] }),
+    secrets: ["fluxDeployKey"],
+  },
+  {
+    rule: "a typed A record and an untyped IPv4 record of one name",
+    base: withServices,
+    broken: (v) =>
+      v.dns.records.push({ name: "*.apps.demo.example.net", type: "A", values: ["192.0.2.61"] }),
+    problems: [
+      'dns.records[1].name: repeats dns.records[0] (same name and type A); Cloud DNS takes one record set per name and type; got "*.apps.demo.example.net". List every value of a name and type in one record',
+    ],
+    valid: (v) =>
+      v.dns.records.push({
+        name: "*.apps.demo.example.net",
+        type: "AAAA",
+        values: ["2001:db8::61"],
+      }),
+    secrets: ["fluxDeployKey"],
+  },
+  {
+    rule: "an IPv6 endpoint with DNS records (an IP literal needs no record)",
+    base: withServices,
+    broken: (v) => (v.cluster.endpoint = "api.example.org"),
+    problems: [
+      'cluster.endpoint: is not in dns.domain example.net., so its record cannot be created there; got "api.example.org". Use a name in the zone, or leave talos-platform:dns out and manage the record elsewhere',
+    ],
+    valid: (v) => {
+      v.cluster.network.serviceSubnets = ["fd00:96::/112"];
+      v.cluster.network.podSubnets = ["fd00:244::/56"];
+      v.nodes.forEach((node: any, i: number) => {
+        node.network.addresses = [`2001:db8::1${i + 1}/64`];
+        node.network.gateway6 = "2001:db8::1";
+        delete node.network.gateway;
+      });
+      v.cluster.vip = "2001:db8::10";
+      v.cluster.endpoint = "2001:db8::10";
+    },
     secrets: ["fluxDeployKey"],
   },
   {
@@ -106,7 +159,7 @@ const cases: RuleCase[] = [
         { name: "api.demo.example.net", values: ["192.0.2.10"] },
       ),
     problems: [
-      'dns.records[1].name: repeats dns.records[0] (same name and type); got "*.apps.demo.example.net.". List every value of a name and type in one record',
+      'dns.records[1].name: repeats dns.records[0] (same name and type A); Cloud DNS takes one record set per name and type; got "*.apps.demo.example.net.". List every value of a name and type in one record',
       'dns.records[2].name: is the API endpoint\'s name, whose record the program creates itself; got "api.demo.example.net". Leave it out: cluster.endpoint already gets its record',
     ],
     valid: (v) => v.dns.records[0].values.push("192.0.2.61"),

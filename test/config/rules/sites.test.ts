@@ -20,6 +20,22 @@ const cases: RuleCase[] = [
     ],
   },
   {
+    rule: "a node that did not parse, whose site's settings are then not reported as unused",
+    base: mixedCluster,
+    broken: (v) => {
+      v.nodes[4].site = "edge";
+      v.nodes[4].installDisk = "nvme0n1";
+      v.cluster.network.connectivity = "routed";
+      v.cluster.sites = { edge: { nameservers: ["192.0.2.53"] } };
+    },
+    problems: ['nodes[4].installDisk: expected a device path such as /dev/sda; got "nvme0n1"'],
+    valid: (v) => {
+      v.nodes[4].site = "edge";
+      v.cluster.network.connectivity = "routed";
+      v.cluster.sites = { edge: { nameservers: ["192.0.2.53"] } };
+    },
+  },
+  {
     rule: "a routed site whose nodes' addresses the OpenStack security group cannot know",
     base: cloudCluster,
     broken: (v) => delete v.nodes[4].oci.privateIp,

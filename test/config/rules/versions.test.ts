@@ -27,6 +27,15 @@ const cases: RuleCase[] = [
     ],
   },
   {
+    rule: "a config contract older than any Talos release the program knows",
+    base: proxmoxCluster,
+    broken: (v) => (v.cluster.configContract = "v1.9.5"),
+    problems: [
+      'cluster.configContract: is older than Talos 1.10, the oldest release this program knows; got "v1.9.5". Use the Talos version the cluster was created with, 1.10 to 1.14 (e.g. v1.10.0)',
+    ],
+    valid: (v) => (v.cluster.configContract = "v1.10.6"),
+  },
+  {
     rule: "a config contract the provider's generator does not know",
     base: proxmoxCluster,
     broken: (v) => {
