@@ -197,19 +197,26 @@ export function itRefuses(cases: readonly RuleCase[]): void {
   }
 }
 
-let talosSchema: ValidateFunction | undefined;
+const talosSchemas = new Map<string, ValidateFunction>();
 
 /**
- * ajv over the Talos 1.13 machine-config schema the program ships (components/config/talosSchemas):
+ * ajv over a Talos minor's machine-config schema the program ships (components/config/talosSchemas):
  * an independent check that the documents the program generates are valid Talos documents.
  */
-export function validTalos113(): ValidateFunction {
-  if (!talosSchema) {
-    const file = path.join(schemasDir(), shippedSchemas()["1.13"].schema);
+export function validTalos(minor: string): ValidateFunction {
+  let validate = talosSchemas.get(minor);
+  if (!validate) {
+    const file = path.join(schemasDir(), shippedSchemas()[minor].schema);
     const schema = JSON.parse(readFileSync(file, "utf8"));
-    talosSchema = new Ajv2020({ strict: false, allErrors: true, formats: { uri: true } }).compile(
+    validate = new Ajv2020({ strict: false, allErrors: true, formats: { uri: true } }).compile(
       schema,
     );
+    talosSchemas.set(minor, validate);
   }
-  return talosSchema;
+  return validate;
+}
+
+/** {@link validTalos} of Talos 1.13, the shipped stacks' contract. */
+export function validTalos113(): ValidateFunction {
+  return validTalos("1.13");
 }

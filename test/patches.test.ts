@@ -15,7 +15,13 @@ import {
   machinePatches,
   nodeDocuments,
 } from "../components/talos/patches";
-import { mixedCluster, proxmoxCluster, validTalos113 } from "./fixtures";
+import { mixedCluster, proxmoxCluster, validTalos, validTalos113 } from "./fixtures";
+import {
+  compareMinor,
+  GENERATOR_MACHINERY,
+  OLDEST_CONFIGURED,
+  TALOS_RELEASES,
+} from "../components/talos/versions";
 
 /** Validates one emitted document against the Talos v1.13.9 schema (fragments as a v1alpha1 document). */
 function assertValidTalos(document: ConfigDocument): void {
@@ -170,6 +176,30 @@ describe("Talos patch builders", () => {
     ];
     assert.ok(documents.length > 20);
     documents.forEach(assertValidTalos);
+  });
+
+  it("emits only documents every contract it configures knows (Talos 1.12 to the generator's)", () => {
+    const documents = [
+      ...clusterDocuments(spec.cluster),
+      ...spec.nodes.flatMap((node) => nodeDocuments(spec.cluster, node, INSTALLER)),
+    ];
+    const minors = TALOS_RELEASES.map((r) => r.minor).filter(
+      (minor) =>
+        compareMinor(minor, OLDEST_CONFIGURED) >= 0 &&
+        compareMinor(minor, GENERATOR_MACHINERY) <= 0,
+    );
+    assert.deepEqual(minors, ["1.12", "1.13"]);
+    for (const minor of minors) {
+      const validate = validTalos(minor);
+      for (const document of documents) {
+        const candidate = "kind" in document ? document : { version: "v1alpha1", ...document };
+        assert.ok(validate(candidate), `Talos ${minor}: ${JSON.stringify(candidate)}`);
+      }
+    }
+    // Why the floor: Talos 1.11 does not know the network documents (a node refuses the config).
+    const hostname = documents.find((d) => "kind" in d && d.kind === "HostnameConfig");
+    assert.ok(hostname);
+    assert.equal(validTalos("1.11")(hostname), false);
   });
 
   it("catches an invalid document (the schema check can fail)", () => {

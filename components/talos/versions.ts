@@ -25,6 +25,15 @@ export const TALOS_RELEASES: readonly TalosRelease[] = [
 ];
 
 /**
+ * The oldest Talos line (node and config contract) the program configures. Its configs carry the
+ * multi-document network config (HostnameConfig, LinkConfig, Layer2VIPConfig, ResolverConfig,
+ * TimeSyncConfig), which Talos 1.12 introduced: a 1.10 node does not know these kinds ("not
+ * registered") and cannot load its config, and under a 1.11 contract HostnameConfig conflicts with the
+ * `stableHostname` flag the generator sets. Older rows above stay for the support matrix (upgrade paths).
+ */
+export const OLDEST_CONFIGURED = "1.12";
+
+/**
  * The newest config contract the Talos provider's config generator knows: pulumiverse talos v0.8.1
  * wraps terraform-provider-talos v0.11.0, which generates configs with Talos' own machinery
  * (`github.com/siderolabs/talos/pkg/machinery` v1.13.0). Machinery 1.13 gates nothing on a contract

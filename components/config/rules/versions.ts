@@ -5,6 +5,7 @@ import {
   compareMinor,
   GENERATOR_MACHINERY,
   minorOf,
+  OLDEST_CONFIGURED,
   parseVersion,
   supportsKubernetes,
   talosRelease,
@@ -12,7 +13,10 @@ import {
 } from "../../talos/versions";
 import type { Rule } from "./rule";
 
-const releasesKnown = `${TALOS_RELEASES[0].minor} to ${TALOS_RELEASES[TALOS_RELEASES.length - 1].minor}`;
+const newest = TALOS_RELEASES[TALOS_RELEASES.length - 1].minor;
+const releasesKnown = `${TALOS_RELEASES[0].minor} to ${newest}`;
+/** Why a line older than OLDEST_CONFIGURED is refused (talos/versions.ts). */
+const tooOld = `the configs this program generates use documents Talos ${OLDEST_CONFIGURED} introduced (HostnameConfig, LinkConfig, ...)`;
 
 /** The cluster's Talos, Kubernetes and config-contract versions fit together. */
 export const versions: Rule = ({ cluster }, problems) => {
@@ -25,6 +29,17 @@ export const versions: Rule = ({ cluster }, problems) => {
       got: cluster.talosVersion,
       hint: `This program knows Talos ${releasesKnown}`,
     });
+    return;
+  }
+  if (compareMinor(release.minor, OLDEST_CONFIGURED) < 0) {
+    problems.add(
+      ["cluster", "talosVersion"],
+      `Talos ${release.minor} is older than ${OLDEST_CONFIGURED}: ${tooOld}`,
+      {
+        got: cluster.talosVersion,
+        hint: `Upgrade the nodes to Talos ${OLDEST_CONFIGURED} or newer with talosctl first, then set that version`,
+      },
+    );
     return;
   }
   const kubernetes = parseVersion(cluster.kubernetesVersion);
@@ -46,16 +61,13 @@ export const versions: Rule = ({ cluster }, problems) => {
     });
     return;
   }
-  const oldestRelease = TALOS_RELEASES[0].minor;
-  if (contract && compareMinor(minorOf(contract), oldestRelease) < 0) {
-    // The patches are checked against the contract's schema, and none older than the oldest known
-    // release ships (components/config/talosSchemas).
+  if (contract && compareMinor(minorOf(contract), OLDEST_CONFIGURED) < 0) {
     problems.add(
       ["cluster", "configContract"],
-      `is older than Talos ${oldestRelease}, the oldest release this program knows`,
+      `is older than Talos ${OLDEST_CONFIGURED}: ${tooOld}`,
       {
         got: cluster.configContract,
-        hint: `Use the Talos version the cluster was created with, ${releasesKnown} (e.g. v${oldestRelease}.0)`,
+        hint: `Use a contract from ${OLDEST_CONFIGURED} to ${GENERATOR_MACHINERY} (e.g. v${OLDEST_CONFIGURED}.0); a cluster created under an older one needs its nodes' configs regenerated`,
       },
     );
     return;

@@ -26,15 +26,16 @@ const cases: RuleCase[] = [
       (v.nodes[0].patches = ["apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: node\n"]),
   },
   {
-    rule: "a hostname in the v1alpha1 patches of every control plane (Talos 1.10)",
+    rule: "a v1alpha1 hostname in the patches of every control plane (deprecated since Talos 1.12)",
     base: proxmoxCluster,
     broken: (v) => {
-      v.cluster.talosVersion = "v1.10.6";
-      v.cluster.kubernetesVersion = "1.33.5";
+      v.cluster.talosVersion = "v1.12.4";
+      v.cluster.kubernetesVersion = "1.35.2";
       v.cluster.patches = { controlplane: [{ machine: { network: { hostname: "cp" } } }] };
     },
     problems: [
       "cluster.patches.controlplane[0]: sets machine.network.hostname, which would give every controlplane node the same name. Each node's hostname comes from nodes[].name; to override one, put the HostnameConfig in that node's nodes[].patches",
+      "cluster.patches.controlplane[0]: sets machine.network.hostname, which Talos 1.12 has deprecated (it is not in its configuration schema). Talos: use `HostnameConfig` instead.",
     ],
   },
   {
@@ -94,17 +95,14 @@ const cases: RuleCase[] = [
       ]),
   },
   {
-    rule: "machine.network on Talos 1.13 (the same patch is valid for Talos 1.11)",
+    rule: "machine.network on Talos 1.13",
     base: proxmoxCluster,
     broken: (v) => (v.nodes[1].patches = [{ machine: { network: { hostname: "cp-2" } } }]),
     problems: [
       "nodes[1].patches[0]: sets machine.network, which Talos 1.13 has deprecated (it is not in its configuration schema). Use HostnameConfig, LinkConfig, Layer2VIPConfig and ResolverConfig documents",
     ],
-    valid: (v) => {
-      v.nodes[1].patches = [{ machine: { network: { hostname: "cp-2" } } }];
-      v.cluster.talosVersion = "v1.11.6";
-      v.cluster.kubernetesVersion = "1.34.1";
-    },
+    valid: (v) =>
+      (v.nodes[1].patches = ["apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: cp-2\n"]),
   },
   {
     rule: "patches that set the cluster's identity and secrets",
@@ -181,16 +179,16 @@ const cases: RuleCase[] = [
     rule: "a patch by an older config contract's schema",
     base: proxmoxCluster,
     broken: (v) => {
-      v.cluster.configContract = "v1.11.6";
-      // LinkConfig came with Talos 1.12.
-      v.nodes[1].patches = ["apiVersion: v1alpha1\nkind: LinkConfig\nname: net0\nmtu: 9000\n"];
+      v.cluster.configContract = "v1.12.4";
+      // BlackholeRouteConfig came with Talos 1.13.
+      v.nodes[1].patches = ["apiVersion: v1alpha1\nkind: BlackholeRouteConfig\nname: 192.0.2.128/25\n"];
     },
     problems: [
-      'nodes[1].patches[0]: in LinkConfig "net0", has kind LinkConfig, which Talos 1.11 does not know. See the Talos 1.11 configuration reference for the document kinds',
+      'nodes[1].patches[0]: in BlackholeRouteConfig "192.0.2.128/25", has kind BlackholeRouteConfig, which Talos 1.12 does not know. See the Talos 1.12 configuration reference for the document kinds',
     ],
     valid: (v) => {
-      v.cluster.configContract = "v1.11.6";
-      v.nodes[1].patches = [{ machine: { network: { hostname: "cp-2" } } }];
+      v.cluster.configContract = "v1.12.4";
+      v.nodes[1].patches = ["apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: cp-2\n"];
     },
   },
 ];

@@ -27,13 +27,28 @@ const cases: RuleCase[] = [
     ],
   },
   {
-    rule: "a config contract older than any Talos release the program knows",
+    rule: "a config contract older than the documents the program emits",
     base: proxmoxCluster,
-    broken: (v) => (v.cluster.configContract = "v1.9.5"),
+    broken: (v) => (v.cluster.configContract = "v1.11.6"),
     problems: [
-      'cluster.configContract: is older than Talos 1.10, the oldest release this program knows; got "v1.9.5". Use the Talos version the cluster was created with, 1.10 to 1.14 (e.g. v1.10.0)',
+      'cluster.configContract: is older than Talos 1.12: the configs this program generates use documents Talos 1.12 introduced (HostnameConfig, LinkConfig, ...); got "v1.11.6". Use a contract from 1.12 to 1.13 (e.g. v1.12.0); a cluster created under an older one needs its nodes\' configs regenerated',
     ],
-    valid: (v) => (v.cluster.configContract = "v1.10.6"),
+    valid: (v) => (v.cluster.configContract = "v1.12.4"),
+  },
+  {
+    rule: "a Talos line older than the documents the program emits",
+    base: proxmoxCluster,
+    broken: (v) => {
+      v.cluster.talosVersion = "v1.11.6";
+      v.cluster.kubernetesVersion = "1.34.1";
+    },
+    problems: [
+      'cluster.talosVersion: Talos 1.11 is older than 1.12: the configs this program generates use documents Talos 1.12 introduced (HostnameConfig, LinkConfig, ...); got "v1.11.6". Upgrade the nodes to Talos 1.12 or newer with talosctl first, then set that version',
+    ],
+    valid: (v) => {
+      v.cluster.talosVersion = "v1.12.4";
+      v.cluster.kubernetesVersion = "1.35.2";
+    },
   },
   {
     rule: "a config contract the provider's generator does not know",
