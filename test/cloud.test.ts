@@ -10,6 +10,7 @@ const T = {
   ociInstance: "oci:Core/instance:Instance",
   ociImage: "oci:Core/image:Image",
   shapes: "oci:Core/shapeManagement:ShapeManagement",
+  capabilities: "oci:Core/computeImageCapabilitySchema:ComputeImageCapabilitySchema",
   osInstance: "openstack:compute/instance:Instance",
   osVolume: "openstack:blockstorage/volume:Volume",
   osPort: "openstack:networking/port:Port",
@@ -106,6 +107,15 @@ describe("cloud nodes", () => {
         recorder.ofType(T.shapes).map((s) => s.inputs.shapeName),
         ["VM.Standard.A1.Flex"],
       );
+    });
+
+    it("launches each instance only after the image's capability schema and its shape's compatibility exist", () => {
+      const [schema] = recorder.ofType(T.capabilities);
+      const [shape] = recorder.ofType(T.shapes);
+      for (const instance of recorder.ofType(T.ociInstance)) {
+        assert.ok(instance.options.dependencies.includes(schema.urn), instance.name);
+        assert.ok(instance.options.dependencies.includes(shape.urn), instance.name);
+      }
     });
 
     it("never recreates an instance for new user data or a new image", () => {
@@ -272,6 +282,22 @@ describe("cloud node variations", () => {
     );
   });
 
+  it("makes an instance of another shape wait for that shape's compatibility entry", async () => {
+    const { recorder } = await run((v) => {
+      v.nodes[3].oci.shape = "VM.Standard.A2.Flex";
+    });
+    const shapes = new Map(recorder.ofType(T.shapes).map((s) => [s.inputs.shapeName, s.urn]));
+    assert.deepEqual([...shapes.keys()].sort(), ["VM.Standard.A1.Flex", "VM.Standard.A2.Flex"]);
+    const [schema] = recorder.ofType(T.capabilities);
+    const dependencies = (name: string) =>
+      recorder.named(`demo-${name}-instance`).options.dependencies;
+    assert.ok(dependencies("oci-1").includes(shapes.get("VM.Standard.A2.Flex")!));
+    assert.ok(!dependencies("oci-1").includes(shapes.get("VM.Standard.A1.Flex")!));
+    assert.ok(dependencies("oci-2").includes(shapes.get("VM.Standard.A1.Flex")!));
+    assert.ok(!dependencies("oci-2").includes(shapes.get("VM.Standard.A2.Flex")!));
+    for (const name of ["oci-1", "oci-2"]) assert.ok(dependencies(name).includes(schema.urn));
+  });
+
   it("uses an existing OCI image and Glance image by name without creating any", async () => {
     const { recorder } = await run((v) => {
       v.oci.image = { id: "ocid1.image.oc1..talos" };
@@ -280,8 +306,14 @@ describe("cloud node variations", () => {
     assert.equal(
       recorder.ofType(T.ociImage).length +
         recorder.ofType(T.osImage).length +
-        recorder.ofType(T.shapes).length,
+        recorder.ofType(T.shapes).length +
+        recorder.ofType(T.capabilities).length,
       0,
+    );
+    assert.ok(
+      recorder
+        .named("demo-oci-1-instance")
+        .options.dependencies.every((urn) => !/shapeManagement|ImageCapabilitySchema/.test(urn)),
     );
     assert.equal(
       recorder.named("demo-oci-1-instance").inputs.sourceDetails.sourceId,

@@ -88,6 +88,8 @@ export class OciNode extends pulumi.ComponentResource implements TalosMachine {
         parent: this,
         provider: platform.provider,
         protect: args.protect,
+        // The image id alone does not say the image can boot this shape yet.
+        dependsOn: platform.imageReadyFor(instance.shape),
         ignoreChanges: ["metadata", "sourceDetails.sourceId"],
         // A replacement (new subnet, private IP, availability domain) is the same node: its name,
         // its hostname label (unique among a subnet's VNICs), often its fixed private IP. It

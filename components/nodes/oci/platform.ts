@@ -52,6 +52,10 @@ export class OciPlatform extends pulumi.ComponentResource {
   public readonly provider: oci.Provider;
   /** The image every OCI node boots. */
   public readonly imageId: pulumi.Output<string>;
+  /** The imported image's capability schema (absent for an existing image). */
+  public readonly imageCapabilities?: oci.core.ComputeImageCapabilitySchema;
+  /** The imported image's compatibility entry per shape (empty for an existing image). */
+  public readonly shapeCompatibility: ReadonlyMap<string, oci.core.ShapeManagement>;
   /** The availability domains, as listed in the stack file or looked up in the compartment. */
   public readonly availabilityDomains: pulumi.Output<string[]>;
 
@@ -67,6 +71,7 @@ export class OciPlatform extends pulumi.ComponentResource {
 
     if ("id" in settings.image) {
       this.imageId = pulumi.output(settings.image.id);
+      this.shapeCompatibility = new Map();
     } else {
       const image = new oci.core.Image(
         `${args.clusterName}-talos-image-oci`,
@@ -91,7 +96,7 @@ export class OciPlatform extends pulumi.ComponentResource {
           if (schemas.length === 0) throw new Error("OCI lists no global image capability schema");
           return schemas[0].currentVersionName;
         });
-      new oci.core.ComputeImageCapabilitySchema(
+      this.imageCapabilities = new oci.core.ComputeImageCapabilitySchema(
         `${args.clusterName}-talos-image-oci-capabilities`,
         {
           compartmentId: settings.compartmentId,
@@ -102,13 +107,18 @@ export class OciPlatform extends pulumi.ComponentResource {
         resourceOpts,
       );
       // A custom image runs on no shape until declared compatible with it (Flex shapes included).
+      const compatibility = new Map<string, oci.core.ShapeManagement>();
       for (const shape of args.shapes) {
-        new oci.core.ShapeManagement(
-          `${args.clusterName}-talos-image-oci-${shape.toLowerCase().replace(/[^a-z0-9]+/g, "-")}`,
-          { compartmentId: settings.compartmentId, imageId: image.id, shapeName: shape },
-          resourceOpts,
+        compatibility.set(
+          shape,
+          new oci.core.ShapeManagement(
+            `${args.clusterName}-talos-image-oci-${shape.toLowerCase().replace(/[^a-z0-9]+/g, "-")}`,
+            { compartmentId: settings.compartmentId, imageId: image.id, shapeName: shape },
+            resourceOpts,
+          ),
         );
       }
+      this.shapeCompatibility = compatibility;
       this.imageId = image.id;
     }
 
@@ -118,5 +128,18 @@ export class OciPlatform extends pulumi.ComponentResource {
           .getAvailabilityDomainsOutput({ compartmentId: settings.compartmentId }, resourceOpts)
           .availabilityDomains.apply((domains) => domains.map((d) => d.name));
     this.registerOutputs({ imageId: this.imageId });
+  }
+
+  /**
+   * What an instance of `shape` must wait for besides the image id: the image's capability schema
+   * and its compatibility with the shape. Launched before them, the instance races them on a first
+   * `up` (OCI refuses a shape the image is not yet declared compatible with).
+   */
+  imageReadyFor(shape: string): pulumi.Resource[] {
+    const compatibility = this.shapeCompatibility.get(shape);
+    return [
+      ...(this.imageCapabilities ? [this.imageCapabilities] : []),
+      ...(compatibility ? [compatibility] : []),
+    ];
   }
 }
