@@ -218,6 +218,9 @@ describe("cloud nodes", () => {
           ["IPv4", "udp", 4789, "nodes"],
           ["IPv6", "udp", 4789, "nodes"],
           ...[...cps, ...ociNodes].map((p) => ["IPv4", "udp", 4789, p]),
+          // Path MTU discovery, from anywhere.
+          ["IPv4", "icmp", 3, "0.0.0.0/0"],
+          ["IPv6", "ipv6-icmp", 2, "::/0"],
           // The workstation: the Talos API (no control plane here, so no 6443).
           ["IPv4", "tcp", 50000, "0.0.0.0/0"],
           ["IPv6", "tcp", 50000, "::/0"],

@@ -81,14 +81,26 @@ describe("firewalls the program manages (OpenStack security groups)", () => {
       ["IPv6", "tcp", 6443, "demo-nodes"],
     ]);
     assert.deepEqual(rulesOf(recorder, "demo-nodes"), [
+      // Path MTU discovery from anywhere (neighbour discovery: Neutron lets it in itself).
+      ["IPv4", "icmp", 3, "0.0.0.0/0"],
       ["IPv4", "tcp", 10250, "demo-controlplanes"],
       ["IPv4", "tcp", 50000, "198.51.100.0/24"],
       ["IPv4", "tcp", 50000, "demo-controlplanes"],
       ["IPv4", "udp", 4789, "demo-nodes"],
+      ["IPv6", "ipv6-icmp", 2, "::/0"],
       ["IPv6", "tcp", 10250, "demo-controlplanes"],
       ["IPv6", "tcp", 50000, "demo-controlplanes"],
       ["IPv6", "udp", 4789, "demo-nodes"],
     ]);
+    const icmp = recorder.ofType(T.osRule).filter((r) => r.inputs.protocol.includes("icmp"));
+    assert.deepEqual(
+      icmp.map((r) => [r.inputs.protocol, r.inputs.portRangeMin, r.inputs.portRangeMax]).sort(),
+      [
+        ["icmp", 3, 4],
+        ["ipv6-icmp", 2, undefined],
+      ],
+      "fragmentation needed (type 3 code 4), packet too big (type 2, any code)",
+    );
     const etcd = recorder.ofType(T.osRule).find((r) => r.inputs.portRangeMin === 2379)!;
     assert.equal(etcd.inputs.portRangeMax, 2380);
     const ports = (node: string) => recorder.named(`demo-${node}-port`).inputs.securityGroupIds;
@@ -100,11 +112,11 @@ describe("firewalls the program manages (OpenStack security groups)", () => {
     const { recorder } = await run(cloudCluster, (v) => (v.cluster.network.cni = "cilium"));
     const cni = rulesOf(recorder, "demo-nodes").filter((r) => r[3] === "demo-nodes");
     assert.deepEqual(cni, [
-      ["IPv4", "icmp", "-", "demo-nodes"],
+      ["IPv4", "icmp", 8, "demo-nodes"],
       ["IPv4", "tcp", 4240, "demo-nodes"],
       ["IPv4", "tcp", 4244, "demo-nodes"],
       ["IPv4", "udp", 8472, "demo-nodes"],
-      ["IPv6", "ipv6-icmp", "-", "demo-nodes"],
+      ["IPv6", "ipv6-icmp", 128, "demo-nodes"],
       ["IPv6", "tcp", 4240, "demo-nodes"],
       ["IPv6", "tcp", 4244, "demo-nodes"],
       ["IPv6", "udp", 8472, "demo-nodes"],
