@@ -87,7 +87,7 @@ describe("cloud nodes", () => {
         subnetId: "ocid1.subnet.oc1.eu-frankfurt-1.example",
         assignPublicIp: "false",
         privateIp: "198.51.100.21",
-        nsgIds: [],
+        nsgIds: ["ocid1.networksecuritygroup.oc1..demo-nodes-nsg"],
         hostnameLabel: "oci-1",
       });
       assert.deepEqual(instance.launchOptions, { networkType: "PARAVIRTUALIZED" });

@@ -230,6 +230,8 @@ function normalizeOci(oci: RawOci): OciSpec {
     image: oci.image,
     assignPublicIp: oci.assignPublicIp ?? false,
     hostnameLabel: oci.hostnameLabel ?? true,
+    manageNsgs: oci.manageNsgs ?? true,
+    apiAllowedCidrs: oci.apiAllowedCidrs ?? ["0.0.0.0/0", "::/0"],
     freeformTags: oci.freeformTags ?? {},
   };
 }

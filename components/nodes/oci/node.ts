@@ -64,7 +64,14 @@ export class OciNode extends pulumi.ComponentResource implements TalosMachine {
           ...(instance.ipv6Address
             ? { ipv6addressIpv6subnetCidrPairDetails: [{ ipv6address: instance.ipv6Address }] }
             : {}),
-          nsgIds: [...instance.nsgIds],
+          // The cluster's managed NSGs (oci.manageNsgs), then the ones the stack lists.
+          nsgIds: [
+            ...(platform.nodeNsgId ? [platform.nodeNsgId] : []),
+            ...(node.role === "controlplane" && platform.controlPlaneNsgId
+              ? [platform.controlPlaneNsgId]
+              : []),
+            ...instance.nsgIds,
+          ],
           // A hostname label needs a subnet (and VCN) with DNS enabled; oci.hostnameLabel: false skips it.
           ...(instance.hostnameLabel ? { hostnameLabel: node.name } : {}),
         },
