@@ -328,7 +328,7 @@ describe("cloud node variations", () => {
     );
   });
 
-  it("reaches an OCI node with a public IP there but checks its health by the private address its kubelet reports", async () => {
+  it("gives an OCI node a public IP but reaches its Talos API on the private address its certificate names", async () => {
     const { recorder, resolved } = await run((v) => {
       // Over KubeSpan the control planes reach the private address; routed sites could not.
       v.cluster.network.connectivity = "kubespan";
@@ -339,17 +339,26 @@ describe("cloud node variations", () => {
       recorder.named("demo-oci-1-instance").inputs.createVnicDetails.assignPublicIp,
       "true",
     );
-    const publicIp = recorder.named("demo-oci-1-config").inputs.node;
-    assert.match(publicIp, /^203\.0\.113\.\d+$/);
-    const privateIp = resolved.kubeletAddresses["oci-1"];
-    assert.match(privateIp, /^198\.51\.100\.\d+$/);
+    // The public IPv4 is NAT Talos never learns: its certificate could not name it.
+    const address = recorder.named("demo-oci-1-config").inputs.node;
+    assert.match(address, /^198\.51\.100\.\d+$/);
+    assert.equal(resolved.kubeletAddresses["oci-1"], address);
+    assert.equal(resolved.nodes.worker["oci-1"], address);
     const health = recorder.invokesOf("talos:cluster/getHealth:getHealth")[0].inputs;
-    assert.ok(health.workerNodes.includes(privateIp), "matched by the address Kubernetes knows");
-    assert.ok(!health.workerNodes.includes(publicIp));
+    assert.ok(health.workerNodes.includes(address), "matched by the address Kubernetes knows");
     assert.deepEqual(health.endpoints, ["192.0.2.11", "192.0.2.12", "192.0.2.13"]);
     const talosconfig = recorder.invokesOf("talos:client/getConfiguration:getConfiguration")[0];
-    assert.ok(talosconfig.inputs.nodes.includes(publicIp), "talosctl reaches it on the public IP");
+    assert.ok(talosconfig.inputs.nodes.includes(address), "talosctl reaches it there too");
     assert.match(recorder.named("demo-os-1-config").inputs.node, /^192\.0\.2\.\d+$/);
+  });
+
+  it("reaches a public-IP OCI node with a fixed IPv6 address on that address", async () => {
+    const { recorder } = await run((v) => {
+      v.cluster.network.connectivity = "kubespan";
+      v.nodes[3].oci = { assignPublicIp: true, ipv6Address: "2001:db8:21::21" };
+      delete v.nodes[6].openstack.fixedIp;
+    });
+    assert.equal(recorder.named("demo-oci-1-config").inputs.node, "2001:db8:21::21");
   });
 
   it("pushes nothing to a cloud node marked unreachable", async () => {

@@ -105,9 +105,10 @@ export class OciNode extends pulumi.ComponentResource implements TalosMachine {
       },
     );
     this.machineResource = this.instance;
-    this.talosAddress = instance.assignPublicIp
-      ? this.instance.publicIp
-      : pulumi.output(node.declaredAddress ?? this.instance.privateIp);
+    // Never the public IPv4 (assignPublicIp): it is NAT in front of the VNIC, Talos on OCI never
+    // learns it, and its API certificate names only the VNIC's addresses, so every apply, bootstrap
+    // and health check against it would fail TLS.
+    this.talosAddress = pulumi.output(node.declaredAddress ?? this.instance.privateIp);
     // The public IPv4 is NAT in front of the VNIC: the kubelet only ever sees the private address.
     this.kubeletAddress = pulumi.output(node.declaredKubeletAddress ?? this.instance.privateIp);
     this.registerOutputs({ talosAddress: this.talosAddress, kubeletAddress: this.kubeletAddress });
