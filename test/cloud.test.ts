@@ -10,6 +10,7 @@ const T = {
   ociInstance: "oci:Core/instance:Instance",
   ociImage: "oci:Core/image:Image",
   shapes: "oci:Core/shapeManagement:ShapeManagement",
+  capabilities: "oci:Core/computeImageCapabilitySchema:ComputeImageCapabilitySchema",
   osInstance: "openstack:compute/instance:Instance",
   osVolume: "openstack:blockstorage/volume:Volume",
   osPort: "openstack:networking/port:Port",
@@ -86,7 +87,7 @@ describe("cloud nodes", () => {
         subnetId: "ocid1.subnet.oc1.eu-frankfurt-1.example",
         assignPublicIp: "false",
         privateIp: "198.51.100.21",
-        nsgIds: [],
+        nsgIds: ["ocid1.networksecuritygroup.oc1..demo-nodes-nsg"],
         hostnameLabel: "oci-1",
       });
       assert.deepEqual(instance.launchOptions, { networkType: "PARAVIRTUALIZED" });
@@ -106,6 +107,15 @@ describe("cloud nodes", () => {
         recorder.ofType(T.shapes).map((s) => s.inputs.shapeName),
         ["VM.Standard.A1.Flex"],
       );
+    });
+
+    it("launches each instance only after the image's capability schema and its shape's compatibility exist", () => {
+      const [schema] = recorder.ofType(T.capabilities);
+      const [shape] = recorder.ofType(T.shapes);
+      for (const instance of recorder.ofType(T.ociInstance)) {
+        assert.ok(instance.options.dependencies.includes(schema.urn), instance.name);
+        assert.ok(instance.options.dependencies.includes(shape.urn), instance.name);
+      }
     });
 
     it("never recreates an instance for new user data or a new image", () => {
@@ -208,6 +218,9 @@ describe("cloud nodes", () => {
           ["IPv4", "udp", 4789, "nodes"],
           ["IPv6", "udp", 4789, "nodes"],
           ...[...cps, ...ociNodes].map((p) => ["IPv4", "udp", 4789, p]),
+          // Path MTU discovery, from anywhere.
+          ["IPv4", "icmp", 3, "0.0.0.0/0"],
+          ["IPv6", "ipv6-icmp", 2, "::/0"],
           // The workstation: the Talos API (no control plane here, so no 6443).
           ["IPv4", "tcp", 50000, "0.0.0.0/0"],
           ["IPv6", "tcp", 50000, "::/0"],
@@ -272,6 +285,22 @@ describe("cloud node variations", () => {
     );
   });
 
+  it("makes an instance of another shape wait for that shape's compatibility entry", async () => {
+    const { recorder } = await run((v) => {
+      v.nodes[3].oci.shape = "VM.Standard.A2.Flex";
+    });
+    const shapes = new Map(recorder.ofType(T.shapes).map((s) => [s.inputs.shapeName, s.urn]));
+    assert.deepEqual([...shapes.keys()].sort(), ["VM.Standard.A1.Flex", "VM.Standard.A2.Flex"]);
+    const [schema] = recorder.ofType(T.capabilities);
+    const dependencies = (name: string) =>
+      recorder.named(`demo-${name}-instance`).options.dependencies;
+    assert.ok(dependencies("oci-1").includes(shapes.get("VM.Standard.A2.Flex")!));
+    assert.ok(!dependencies("oci-1").includes(shapes.get("VM.Standard.A1.Flex")!));
+    assert.ok(dependencies("oci-2").includes(shapes.get("VM.Standard.A1.Flex")!));
+    assert.ok(!dependencies("oci-2").includes(shapes.get("VM.Standard.A2.Flex")!));
+    for (const name of ["oci-1", "oci-2"]) assert.ok(dependencies(name).includes(schema.urn));
+  });
+
   it("uses an existing OCI image and Glance image by name without creating any", async () => {
     const { recorder } = await run((v) => {
       v.oci.image = { id: "ocid1.image.oc1..talos" };
@@ -280,8 +309,14 @@ describe("cloud node variations", () => {
     assert.equal(
       recorder.ofType(T.ociImage).length +
         recorder.ofType(T.osImage).length +
-        recorder.ofType(T.shapes).length,
+        recorder.ofType(T.shapes).length +
+        recorder.ofType(T.capabilities).length,
       0,
+    );
+    assert.ok(
+      recorder
+        .named("demo-oci-1-instance")
+        .options.dependencies.every((urn) => !/shapeManagement|ImageCapabilitySchema/.test(urn)),
     );
     assert.equal(
       recorder.named("demo-oci-1-instance").inputs.sourceDetails.sourceId,
@@ -293,7 +328,7 @@ describe("cloud node variations", () => {
     );
   });
 
-  it("reaches an OCI node with a public IP there but checks its health by the private address its kubelet reports", async () => {
+  it("gives an OCI node a public IP but reaches its Talos API on the private address its certificate names", async () => {
     const { recorder, resolved } = await run((v) => {
       // Over KubeSpan the control planes reach the private address; routed sites could not.
       v.cluster.network.connectivity = "kubespan";
@@ -304,17 +339,26 @@ describe("cloud node variations", () => {
       recorder.named("demo-oci-1-instance").inputs.createVnicDetails.assignPublicIp,
       "true",
     );
-    const publicIp = recorder.named("demo-oci-1-config").inputs.node;
-    assert.match(publicIp, /^203\.0\.113\.\d+$/);
-    const privateIp = resolved.kubeletAddresses["oci-1"];
-    assert.match(privateIp, /^198\.51\.100\.\d+$/);
+    // The public IPv4 is NAT Talos never learns: its certificate could not name it.
+    const address = recorder.named("demo-oci-1-config").inputs.node;
+    assert.match(address, /^198\.51\.100\.\d+$/);
+    assert.equal(resolved.kubeletAddresses["oci-1"], address);
+    assert.equal(resolved.nodes.worker["oci-1"], address);
     const health = recorder.invokesOf("talos:cluster/getHealth:getHealth")[0].inputs;
-    assert.ok(health.workerNodes.includes(privateIp), "matched by the address Kubernetes knows");
-    assert.ok(!health.workerNodes.includes(publicIp));
+    assert.ok(health.workerNodes.includes(address), "matched by the address Kubernetes knows");
     assert.deepEqual(health.endpoints, ["192.0.2.11", "192.0.2.12", "192.0.2.13"]);
     const talosconfig = recorder.invokesOf("talos:client/getConfiguration:getConfiguration")[0];
-    assert.ok(talosconfig.inputs.nodes.includes(publicIp), "talosctl reaches it on the public IP");
+    assert.ok(talosconfig.inputs.nodes.includes(address), "talosctl reaches it there too");
     assert.match(recorder.named("demo-os-1-config").inputs.node, /^192\.0\.2\.\d+$/);
+  });
+
+  it("reaches a public-IP OCI node with a fixed IPv6 address on that address", async () => {
+    const { recorder } = await run((v) => {
+      v.cluster.network.connectivity = "kubespan";
+      v.nodes[3].oci = { assignPublicIp: true, ipv6Address: "2001:db8:21::21" };
+      delete v.nodes[6].openstack.fixedIp;
+    });
+    assert.equal(recorder.named("demo-oci-1-config").inputs.node, "2001:db8:21::21");
   });
 
   it("pushes nothing to a cloud node marked unreachable", async () => {

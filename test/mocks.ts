@@ -457,6 +457,8 @@ function fakeResource(
       };
     case "oci:Core/image:Image":
       return { id: `ocid1.image.oc1..${name}`, state: inputs };
+    case "oci:Core/networkSecurityGroup:NetworkSecurityGroup":
+      return { id: `ocid1.networksecuritygroup.oc1..${name}`, state: inputs };
     case "openstack:networking/port:Port":
       return {
         id: `port-${name}`,
@@ -610,6 +612,13 @@ function fakeInvoke(
             timeCreated: "2024-03-01T00:00:00Z",
           },
         ],
+      };
+    case "oci:Core/getSubnet:getSubnet":
+      return {
+        ...inputs,
+        id: inputs.subnetId,
+        vcnId: "ocid1.vcn.oc1.eu-frankfurt-1.example",
+        cidrBlock: "198.51.100.0/24",
       };
     case "openstack:images/getImage:getImage":
       return { ...inputs, id: `glance-${inputs.name}` };

@@ -1,6 +1,13 @@
 import fc from "fast-check";
 import { strict as assert } from "node:assert";
 import {
+  allowedFlows,
+  flowFamilies,
+  ICMP_RULES,
+  icmpOf,
+  nodePortRules,
+} from "../components/net/firewall";
+import {
   canonicalIp,
   deriveMac,
   hostPort,
@@ -58,5 +65,78 @@ describe("address helpers", () => {
         },
       ),
     );
+  });
+});
+
+describe("the flow table managed firewalls are built from", () => {
+  const site = (name: string, cidrs: string[], controlPlaneCidrs: string[]) => ({
+    name,
+    platforms: [],
+    nameservers: [],
+    searchDomains: [],
+    ntpServers: [],
+    cidrs,
+    controlPlaneCidrs,
+  });
+
+  it("lets every flow in from the platform's groups, other sites' prefixes when routed, and the APIs from apiAllowedCidrs", () => {
+    const flows = allowedFlows({
+      network: { cni: "flannel", connectivity: "routed" },
+      otherSites: [site("home", ["192.0.2.0/24"], ["192.0.2.11/32"])] as any,
+      apiAllowedCidrs: ["198.51.100.0/24"],
+    });
+    const described = flows.map(({ rule, remote }) => [
+      rule.protocol,
+      rule.ports?.from ?? rule.icmp?.v4?.type ?? rule.icmp?.v6?.type,
+      "group" in remote ? remote.group : remote.prefix,
+    ]);
+    // The Talos API: from control planes here and at the other site, and from the workstation.
+    assert.deepEqual(
+      described.filter((d) => d[0] === "tcp" && d[1] === 50000),
+      [
+        ["tcp", 50000, "controlplane"],
+        ["tcp", 50000, "192.0.2.11/32"],
+        ["tcp", 50000, "198.51.100.0/24"],
+      ],
+    );
+    // flannel from every node of the other site.
+    assert.ok(described.some((d) => d.join() === "udp,4789,192.0.2.0/24"));
+    // Path MTU discovery and neighbour discovery from anywhere, never per site.
+    assert.deepEqual(
+      described.filter((d) => d[0] === "icmp"),
+      [
+        ["icmp", 3, "0.0.0.0/0"],
+        ["icmp", 3, "::/0"],
+        ...[133, 134, 135, 136].flatMap((t) => [
+          ["icmp", t, "0.0.0.0/0"],
+          ["icmp", t, "::/0"],
+        ]),
+      ],
+    );
+  });
+
+  it("opens nothing to other sites' prefixes over KubeSpan, whose port is open to anywhere", () => {
+    const flows = allowedFlows({
+      network: { cni: "flannel", connectivity: "kubespan" },
+      otherSites: [site("home", ["192.0.2.0/24"], ["192.0.2.11/32"])] as any,
+      apiAllowedCidrs: [],
+    });
+    assert.ok(flows.every(({ remote }) => !("prefix" in remote) || remote.prefix.endsWith("/0")));
+    assert.ok(flows.some(({ rule }) => rule.ports?.from === 51820));
+  });
+
+  it("opens an ICMP flow only in the families it names a message of", () => {
+    const [pmtu, ...ndp] = ICMP_RULES;
+    assert.deepEqual(flowFamilies(pmtu, { group: "all" }), [4, 6]);
+    assert.deepEqual(icmpOf(pmtu, 4), { type: 3, code: 4 });
+    assert.deepEqual(icmpOf(pmtu, 6), { type: 2 });
+    for (const rule of ndp) {
+      assert.equal(rule.neighbourDiscovery, true);
+      assert.deepEqual(flowFamilies(rule, { prefix: "0.0.0.0/0" }), []);
+      assert.deepEqual(flowFamilies(rule, { prefix: "::/0" }), [6]);
+    }
+    const tcp = nodePortRules({ cni: "flannel", connectivity: "single" })[0];
+    assert.deepEqual(flowFamilies(tcp, { prefix: "2001:db8::/32" }), [6]);
+    assert.deepEqual(flowFamilies(tcp, { prefix: "192.0.2.1" }), [4]);
   });
 });

@@ -16,6 +16,8 @@ const T = {
   osRule: "openstack:networking/secGroupRule:SecGroupRule",
   osGroup: "openstack:networking/secGroup:SecGroup",
   osInstance: "openstack:compute/instance:Instance",
+  nsg: "oci:Core/networkSecurityGroup:NetworkSecurityGroup",
+  nsgRule: "oci:Core/networkSecurityGroupSecurityRule:NetworkSecurityGroupSecurityRule",
   ociInstance: "oci:Core/instance:Instance",
   ociImage: "oci:Core/image:Image",
   capabilities: "oci:Core/computeImageCapabilitySchema:ComputeImageCapabilitySchema",
@@ -81,14 +83,26 @@ describe("firewalls the program manages (OpenStack security groups)", () => {
       ["IPv6", "tcp", 6443, "demo-nodes"],
     ]);
     assert.deepEqual(rulesOf(recorder, "demo-nodes"), [
+      // Path MTU discovery from anywhere (neighbour discovery: Neutron lets it in itself).
+      ["IPv4", "icmp", 3, "0.0.0.0/0"],
       ["IPv4", "tcp", 10250, "demo-controlplanes"],
       ["IPv4", "tcp", 50000, "198.51.100.0/24"],
       ["IPv4", "tcp", 50000, "demo-controlplanes"],
       ["IPv4", "udp", 4789, "demo-nodes"],
+      ["IPv6", "ipv6-icmp", 2, "::/0"],
       ["IPv6", "tcp", 10250, "demo-controlplanes"],
       ["IPv6", "tcp", 50000, "demo-controlplanes"],
       ["IPv6", "udp", 4789, "demo-nodes"],
     ]);
+    const icmp = recorder.ofType(T.osRule).filter((r) => r.inputs.protocol.includes("icmp"));
+    assert.deepEqual(
+      icmp.map((r) => [r.inputs.protocol, r.inputs.portRangeMin, r.inputs.portRangeMax]).sort(),
+      [
+        ["icmp", 3, 4],
+        ["ipv6-icmp", 2, undefined],
+      ],
+      "fragmentation needed (type 3 code 4), packet too big (type 2, any code)",
+    );
     const etcd = recorder.ofType(T.osRule).find((r) => r.inputs.portRangeMin === 2379)!;
     assert.equal(etcd.inputs.portRangeMax, 2380);
     const ports = (node: string) => recorder.named(`demo-${node}-port`).inputs.securityGroupIds;
@@ -100,11 +114,11 @@ describe("firewalls the program manages (OpenStack security groups)", () => {
     const { recorder } = await run(cloudCluster, (v) => (v.cluster.network.cni = "cilium"));
     const cni = rulesOf(recorder, "demo-nodes").filter((r) => r[3] === "demo-nodes");
     assert.deepEqual(cni, [
-      ["IPv4", "icmp", "-", "demo-nodes"],
+      ["IPv4", "icmp", 8, "demo-nodes"],
       ["IPv4", "tcp", 4240, "demo-nodes"],
       ["IPv4", "tcp", 4244, "demo-nodes"],
       ["IPv4", "udp", 8472, "demo-nodes"],
-      ["IPv6", "ipv6-icmp", "-", "demo-nodes"],
+      ["IPv6", "ipv6-icmp", 128, "demo-nodes"],
       ["IPv6", "tcp", 4240, "demo-nodes"],
       ["IPv6", "tcp", 4244, "demo-nodes"],
       ["IPv6", "udp", 8472, "demo-nodes"],
@@ -123,6 +137,121 @@ describe("firewalls the program manages (OpenStack security groups)", () => {
       (r) => typeof r[3] === "string" && /\d/.test(r[3]) && !["0.0.0.0/0", "::/0"].includes(r[3]),
     );
     assert.deepEqual(remote, [], "no other site's addresses: their traffic is inside WireGuard");
+  });
+});
+
+/** [protocol, port or ICMP type, NSG or prefix] of each rule of one OCI network security group. */
+function nsgRulesOf(recorder: { ofType: (t: string) => RecordedResource[] }, group: string) {
+  const groups = new Map(
+    recorder.ofType(T.nsg).map((g) => [`ocid1.networksecuritygroup.oc1..${g.name}`, g.name]),
+  );
+  return recorder
+    .ofType(T.nsgRule)
+    .filter((r) => groups.get(r.inputs.networkSecurityGroupId) === `${group}-nsg`)
+    .map((r) => [
+      r.inputs.protocol,
+      r.inputs.tcpOptions?.destinationPortRange.min ??
+        r.inputs.udpOptions?.destinationPortRange.min ??
+        r.inputs.icmpOptions?.type,
+      r.inputs.sourceType === "NETWORK_SECURITY_GROUP"
+        ? groups.get(r.inputs.source)
+        : r.inputs.source,
+    ])
+    .sort();
+}
+
+describe("firewalls the program manages (OCI network security groups)", () => {
+  it("puts OCI workers in the cluster's nodes NSG, in the subnet's VCN, with the flows of the shared table", async () => {
+    const { recorder } = await run(cloudCluster, () => undefined);
+    assert.deepEqual(
+      recorder.ofType(T.nsg).map((g) => [g.name, g.inputs.vcnId, g.inputs.displayName]),
+      [["demo-nodes-nsg", "ocid1.vcn.oc1.eu-frankfurt-1.example", "demo-nodes"]],
+      "no control plane on OCI: no control-plane NSG",
+    );
+    assert.deepEqual(
+      recorder.invokesOf("oci:Core/getSubnet:getSubnet").map((i) => i.inputs.subnetId),
+      ["ocid1.subnet.oc1.eu-frankfurt-1.example"],
+    );
+    const cps = ["192.0.2.11/32", "192.0.2.12/32", "192.0.2.13/32"];
+    const openstackNodes = ["203.0.113.21/32", "203.0.113.22/32"];
+    assert.deepEqual(
+      nsgRulesOf(recorder, "demo-nodes"),
+      [
+        // Talos API and kubelet from the control planes (at the Proxmox site, routed).
+        ...cps.map((p) => ["6", 50000, p]),
+        ...cps.map((p) => ["6", 10250, p]),
+        // flannel from the NSG itself and every other site's nodes.
+        ["17", 4789, "demo-nodes-nsg"],
+        ...[...cps, ...openstackNodes].map((p) => ["17", 4789, p]),
+        // Path MTU discovery and IPv6 neighbour discovery from anywhere.
+        ["1", 3, "0.0.0.0/0"],
+        ["58", 2, "::/0"],
+        ...[133, 134, 135, 136].map((type) => ["58", type, "::/0"]),
+        // The workstation's Talos API (oci.apiAllowedCidrs' default).
+        ["6", 50000, "0.0.0.0/0"],
+        ["6", 50000, "::/0"],
+      ].sort(),
+    );
+    for (const rule of recorder.ofType(T.nsgRule)) {
+      assert.equal(rule.inputs.direction, "INGRESS");
+      assert.equal(rule.inputs.stateless, false);
+      assert.ok(["CIDR_BLOCK", "NETWORK_SECURITY_GROUP"].includes(rule.inputs.sourceType));
+    }
+    const pmtu = recorder.ofType(T.nsgRule).find((r) => r.inputs.protocol === "1")!;
+    assert.deepEqual(pmtu.inputs.icmpOptions, { type: 3, code: 4 });
+    for (const node of ["oci-1", "oci-2", "oci-3"]) {
+      assert.deepEqual(recorder.named(`demo-${node}-instance`).inputs.createVnicDetails.nsgIds, [
+        "ocid1.networksecuritygroup.oc1..demo-nodes-nsg",
+      ]);
+    }
+  });
+
+  it("opens the control-plane ports on a control-plane NSG, and the APIs only to oci.apiAllowedCidrs", async () => {
+    const { recorder } = await run(cloudCluster, (v) => {
+      v.nodes = v.nodes.filter((n: any) => n.platform === "oci");
+      v.nodes[0].role = "controlplane";
+      v.nodes[0].oci.nsgIds = ["ocid1.networksecuritygroup.oc1..mine"];
+      delete v.cluster.vip;
+      delete v.cluster.endpoint;
+      v.cluster.endpoint = "api.demo.example.net";
+      delete v.proxmox;
+      delete v.openstack;
+      delete v.cluster.network.connectivity;
+      v.oci.apiAllowedCidrs = ["198.51.100.0/24"];
+    });
+    assert.deepEqual(nsgRulesOf(recorder, "demo-controlplanes"), [
+      ["6", 2379, "demo-controlplanes-nsg"],
+      ["6", 50001, "demo-nodes-nsg"],
+      ["6", 6443, "198.51.100.0/24"],
+      ["6", 6443, "demo-nodes-nsg"],
+    ]);
+    const etcd = recorder
+      .ofType(T.nsgRule)
+      .find((r) => r.inputs.tcpOptions?.destinationPortRange.min === 2379)!;
+    assert.deepEqual(etcd.inputs.tcpOptions, { destinationPortRange: { min: 2379, max: 2380 } });
+    const workstation = nsgRulesOf(recorder, "demo-nodes").filter(
+      (r) => r[2] === "198.51.100.0/24",
+    );
+    assert.deepEqual(workstation, [["6", 50000, "198.51.100.0/24"]]);
+    const vnic = (node: string) => recorder.named(`demo-${node}-instance`).inputs.createVnicDetails;
+    assert.deepEqual(vnic("oci-1").nsgIds, [
+      "ocid1.networksecuritygroup.oc1..demo-nodes-nsg",
+      "ocid1.networksecuritygroup.oc1..demo-controlplanes-nsg",
+      "ocid1.networksecuritygroup.oc1..mine",
+    ]);
+    assert.deepEqual(vnic("oci-2").nsgIds, ["ocid1.networksecuritygroup.oc1..demo-nodes-nsg"]);
+  });
+
+  it("manages no NSG with oci.manageNsgs: false, and attaches only the listed ones", async () => {
+    const { recorder } = await run(cloudCluster, (v) => {
+      v.oci.manageNsgs = false;
+      v.oci.nsgIds = ["ocid1.networksecuritygroup.oc1..mine"];
+    });
+    assert.equal(recorder.ofType(T.nsg).length + recorder.ofType(T.nsgRule).length, 0);
+    assert.equal(recorder.invokesOf("oci:Core/getSubnet:getSubnet").length, 0);
+    assert.deepEqual(recorder.named("demo-oci-1-instance").inputs.createVnicDetails.nsgIds, [
+      "ocid1.networksecuritygroup.oc1..mine",
+    ]);
   });
 });
 

@@ -23,7 +23,12 @@ export function serviceFamilies(cluster: RawCluster | undefined): readonly IpFam
 
 /** The CPU architecture of the OCI nodes: given, else arm64 for Ampere (A1, A2) shapes. */
 export function ociArchitecture(oci: RawOci | undefined): "amd64" | "arm64" {
-  return oci?.architecture ?? (/\.A\d\./.test(oci?.shape ?? DEFAULT_OCI_SHAPE) ? "arm64" : "amd64");
+  return oci?.architecture ?? shapeArchitecture(oci?.shape ?? DEFAULT_OCI_SHAPE);
+}
+
+/** The CPU architecture of an OCI shape: arm64 for Ampere (`….A1.…`, `….A2.…`), else amd64. */
+export function shapeArchitecture(shape: string): "amd64" | "arm64" {
+  return /\.A\d\./.test(shape) ? "arm64" : "amd64";
 }
 
 /** The OCI shape when the stack names none. */

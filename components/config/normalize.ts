@@ -231,6 +231,8 @@ function normalizeOci(oci: RawOci): OciSpec {
     image: oci.image,
     assignPublicIp: oci.assignPublicIp ?? false,
     hostnameLabel: oci.hostnameLabel ?? true,
+    manageNsgs: oci.manageNsgs ?? true,
+    apiAllowedCidrs: oci.apiAllowedCidrs ?? ["0.0.0.0/0", "::/0"],
     freeformTags: oci.freeformTags ?? {},
   };
 }
@@ -353,8 +355,9 @@ export function normalizeNode(
         architecture: oci.architecture,
         platform: "oci",
         pushConfig: entry.node.pushConfig ?? true,
-        // With a public IP the Talos API is reached there, known once the instance exists.
-        declaredAddress: assignPublicIp ? undefined : (settings.ipv6Address ?? settings.privateIp),
+        // The Talos API is reached on a VNIC address, never the public IPv4: that is NAT in front of
+        // the VNIC, which Talos on OCI never learns, so its certificate cannot name it.
+        declaredAddress: settings.ipv6Address ?? settings.privateIp,
         // The kubelet reports the VNIC's private addresses, never the (NATed) public IP.
         declaredKubeletAddress: families[0] === 6 ? settings.ipv6Address : settings.privateIp,
         placement: placement(poolIndex, oci.availabilityDomains, settings.availabilityDomain),

@@ -411,6 +411,10 @@ export const ociSchema = z.strictObject({
   assignPublicIp: z.boolean().optional(),
   /** Give each VNIC a hostname label (needs a subnet and VCN with DNS enabled). @default true */
   hostnameLabel: z.boolean().optional(),
+  /** Create the nodes' and control planes' network security groups with the cluster's flows. @default true */
+  manageNsgs: z.boolean().optional(),
+  /** Networks allowed to reach the Talos (50000) and Kubernetes (6443) APIs through the managed NSGs. @default ["0.0.0.0/0", "::/0"] */
+  apiAllowedCidrs: z.array(cidr).optional(),
   freeformTags: z.record(z.string(), z.string()).optional(),
 });
 

@@ -127,6 +127,7 @@ export class MachineFactory {
     const shapes = [
       ...new Set(this.nodes.flatMap((n) => (n.platform === "oci" ? [n.oci.shape] : []))),
     ];
+    const hereSites = new Set(this.nodes.filter((n) => n.platform === "oci").map((n) => n.site));
     this.oci ??= new OciPlatform(
       `${this.cluster.name}-oci`,
       {
@@ -135,6 +136,11 @@ export class MachineFactory {
         talosVersion: this.cluster.talosVersion,
         shapes,
         privateKey: this.settings.ociPrivateKey,
+        network: this.cluster.network,
+        otherSites: Object.values(this.cluster.sites).filter((site) => !hereSites.has(site.name)),
+        controlPlanesHere: this.nodes.some(
+          (n) => n.platform === "oci" && n.role === "controlplane",
+        ),
       },
       { parent: this.parent },
     );

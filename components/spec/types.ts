@@ -254,6 +254,10 @@ export interface OciSpec {
   readonly image: { readonly id: string } | { readonly objectStorageUri: string };
   readonly assignPublicIp: boolean;
   readonly hostnameLabel: boolean;
+  /** Create the cluster's NSGs (nodes, control planes) and put every VNIC in them. */
+  readonly manageNsgs: boolean;
+  /** Who may reach the Talos and Kubernetes APIs through the managed NSGs. */
+  readonly apiAllowedCidrs: readonly string[];
   readonly freeformTags: Readonly<Record<string, string>>;
 }
 

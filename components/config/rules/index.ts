@@ -22,6 +22,7 @@ import {
   uniqueness,
   workloadPlacement,
 } from "./nodes";
+import { ociNsgLimit, ociShapeArchitecture } from "./oci";
 import { talosPatches } from "./patches";
 import { applyMode, controlPlaneCount, openstackAntiAffinity, quorumPlacement } from "./quorum";
 import type { Rule } from "./rule";
@@ -62,6 +63,8 @@ export const RULES: readonly Rule[] = [
   applyMode,
   proxmoxImage,
   architectureExtensions,
+  ociShapeArchitecture,
+  ociNsgLimit,
   openbaoCredentials,
   quorumPlacement,
   openstackAntiAffinity,

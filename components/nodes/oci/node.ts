@@ -64,7 +64,14 @@ export class OciNode extends pulumi.ComponentResource implements TalosMachine {
           ...(instance.ipv6Address
             ? { ipv6addressIpv6subnetCidrPairDetails: [{ ipv6address: instance.ipv6Address }] }
             : {}),
-          nsgIds: [...instance.nsgIds],
+          // The cluster's managed NSGs (oci.manageNsgs), then the ones the stack lists.
+          nsgIds: [
+            ...(platform.nodeNsgId ? [platform.nodeNsgId] : []),
+            ...(node.role === "controlplane" && platform.controlPlaneNsgId
+              ? [platform.controlPlaneNsgId]
+              : []),
+            ...instance.nsgIds,
+          ],
           // A hostname label needs a subnet (and VCN) with DNS enabled; oci.hostnameLabel: false skips it.
           ...(instance.hostnameLabel ? { hostnameLabel: node.name } : {}),
         },
@@ -88,6 +95,8 @@ export class OciNode extends pulumi.ComponentResource implements TalosMachine {
         parent: this,
         provider: platform.provider,
         protect: args.protect,
+        // The image id alone does not say the image can boot this shape yet.
+        dependsOn: platform.imageReadyFor(instance.shape),
         ignoreChanges: ["metadata", "sourceDetails.sourceId"],
         // A replacement (new subnet, private IP, availability domain) is the same node: its name,
         // its hostname label (unique among a subnet's VNICs), often its fixed private IP. It
@@ -96,9 +105,10 @@ export class OciNode extends pulumi.ComponentResource implements TalosMachine {
       },
     );
     this.machineResource = this.instance;
-    this.talosAddress = instance.assignPublicIp
-      ? this.instance.publicIp
-      : pulumi.output(node.declaredAddress ?? this.instance.privateIp);
+    // Never the public IPv4 (assignPublicIp): it is NAT in front of the VNIC, Talos on OCI never
+    // learns it, and its API certificate names only the VNIC's addresses, so every apply, bootstrap
+    // and health check against it would fail TLS.
+    this.talosAddress = pulumi.output(node.declaredAddress ?? this.instance.privateIp);
     // The public IPv4 is NAT in front of the VNIC: the kubelet only ever sees the private address.
     this.kubeletAddress = pulumi.output(node.declaredKubeletAddress ?? this.instance.privateIp);
     this.registerOutputs({ talosAddress: this.talosAddress, kubeletAddress: this.kubeletAddress });

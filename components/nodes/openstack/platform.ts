@@ -1,8 +1,13 @@
 import * as openstack from "@pulumi/openstack";
 import * as pulumi from "@pulumi/pulumi";
 import type { ClusterSpec, OpenstackSpec, SiteSpec } from "../../spec/types";
-import { ipFamily, parseCidr } from "../../net";
-import { type NodeSet, nodePortRules, type PortRule, WORKSTATION_RULES } from "../../net/firewall";
+import {
+  allowedFlows,
+  flowFamilies,
+  icmpOf,
+  type NodeSet,
+  type PortRule,
+} from "../../net/firewall";
 import type { PlatformImage } from "../../talos/imageFactory";
 
 /** Inputs of an {@link OpenstackPlatform}. */
@@ -24,41 +29,24 @@ export interface OpenstackPlatformArgs {
   readonly applicationCredentialSecret?: pulumi.Output<string>;
 }
 
-/** Where a rule's traffic may come from: a security group, or a prefix. */
-type Remote = { readonly group: NodeSet } | { readonly prefix: string };
-
-const ETHERTYPES = ["IPv4", "IPv6"] as const;
-
-/** Neutron's protocol name of a flow for one ethertype. */
-function protocolOf(rule: PortRule, ethertype: "IPv4" | "IPv6"): string {
+/** Neutron's protocol name of a flow in one family. */
+function protocolOf(rule: PortRule, family: 4 | 6): string {
   if (rule.protocol !== "icmp") return rule.protocol;
-  return ethertype === "IPv6" ? "ipv6-icmp" : "icmp";
+  return family === 6 ? "ipv6-icmp" : "icmp";
 }
 
-/** Security-group rule arguments of one flow from one remote: both ethertypes for a group. */
-function ruleArgs(
+/** Neutron's port range of a flow: ports, or for ICMP the type (min) and code (max). */
+function portRangeOf(
   rule: PortRule,
-  remote: Remote,
-): {
-  ethertype: "IPv4" | "IPv6";
-  args: { protocol: string; portRangeMin?: number; portRangeMax?: number; remoteIpPrefix?: string };
-}[] {
-  const ports = rule.ports ? { portRangeMin: rule.ports.from, portRangeMax: rule.ports.to } : {};
-  const ethertypes =
-    "prefix" in remote
-      ? [(parseCidr(remote.prefix)?.family ?? ipFamily(remote.prefix)) === 6 ? "IPv6" : "IPv4"]
-      : ETHERTYPES;
-  return ethertypes.map((ethertype) => {
-    const type = ethertype as "IPv4" | "IPv6";
-    return {
-      ethertype: type,
-      args: {
-        protocol: protocolOf(rule, type),
-        ...ports,
-        ...("prefix" in remote ? { remoteIpPrefix: remote.prefix } : {}),
-      },
-    };
-  });
+  family: 4 | 6,
+): { portRangeMin?: number; portRangeMax?: number } {
+  if (rule.ports) return { portRangeMin: rule.ports.from, portRangeMax: rule.ports.to };
+  const icmp = icmpOf(rule, family);
+  if (!icmp) return {};
+  return {
+    portRangeMin: icmp.type,
+    ...(icmp.code !== undefined ? { portRangeMax: icmp.code } : {}),
+  };
 }
 
 /**
@@ -151,41 +139,34 @@ export class OpenstackPlatform extends pulumi.ComponentResource {
     };
 
     let count = 0;
-    const allow = (rule: PortRule, remote: Remote, what: string) => {
+    const flows = allowedFlows({
+      network: args.network,
+      otherSites: args.otherSites,
+      apiAllowedCidrs: settings.apiAllowedCidrs,
+    });
+    for (const { rule, remote, what } of flows) {
+      // Neutron's firewall drivers always let neighbour discovery in (neutron/agent/firewall.py).
+      if (rule.neighbourDiscovery) continue;
       const target = groups[rule.on];
-      if (!target) return;
+      if (!target) continue;
       const remoteGroup = "group" in remote ? groups[remote.group] : undefined;
-      if ("group" in remote && !remoteGroup) return;
-      for (const { ethertype, args: ruleArgsForType } of ruleArgs(rule, remote)) {
+      if ("group" in remote && !remoteGroup) continue;
+      for (const family of flowFamilies(rule, remote)) {
         new openstack.networking.SecGroupRule(
           `${clusterName}-${rule.on === "all" ? "nodes" : "controlplanes"}-rule-${count++}`,
           {
             securityGroupId: target.id,
             direction: "ingress",
-            ethertype,
-            ...ruleArgsForType,
+            ethertype: family === 6 ? "IPv6" : "IPv4",
+            protocol: protocolOf(rule, family),
+            ...portRangeOf(rule, family),
+            ...("prefix" in remote ? { remoteIpPrefix: remote.prefix } : {}),
             ...(remoteGroup ? { remoteGroupId: remoteGroup.id } : {}),
             description: what,
           },
           resourceOpts,
         );
       }
-    };
-    for (const rule of nodePortRules(args.network)) {
-      if (rule.from === "anywhere") {
-        for (const prefix of ["0.0.0.0/0", "::/0"]) allow(rule, { prefix }, rule.what);
-        continue;
-      }
-      allow(rule, { group: rule.from }, rule.what);
-      // Other sites' nodes come through the firewall only when routed (KubeSpan tunnels them).
-      if (args.network.connectivity !== "routed") continue;
-      for (const site of args.otherSites) {
-        const prefixes = rule.from === "controlplane" ? site.controlPlaneCidrs : site.cidrs;
-        for (const prefix of prefixes) allow(rule, { prefix }, `${rule.what} (site ${site.name})`);
-      }
-    }
-    for (const cidr of settings.apiAllowedCidrs) {
-      for (const rule of WORKSTATION_RULES) allow(rule, { prefix: cidr }, rule.what);
     }
 
     if (args.vip) {
