@@ -116,6 +116,37 @@ describe("foundation services", () => {
         ["A", ["192.0.2.11", "192.0.2.12", "192.0.2.13"]],
       ]);
     });
+
+    // An OpenStack control plane without a declared address: its Talos address is its port's first
+    // fixed IP, known once the port exists; each record type follows that address's family.
+    const openstackEndpoint = async (portIps: string[]) => {
+      const values: any = clone(withServices());
+      delete values.cluster.vip;
+      values.cluster.network.connectivity = "kubespan";
+      values.openstack = { networkId: "net-example", flavor: "m1.large" };
+      values.nodes[2] = { name: "cp-3", role: "controlplane", platform: "openstack" };
+      const recorder = new Recorder();
+      recorder.behaviour.recordedState = { "demo-cp-3-port": { allFixedIps: portIps } };
+      const { recorder: r } = await runFoundation(values, { secrets: SECRETS, recorder });
+      return r
+        .ofType("gcp:dns/recordSet:RecordSet")
+        .filter((x) => x.inputs.name === "api.demo.example.net.")
+        .map((x) => [x.name, x.inputs.type, x.inputs.rrdatas])
+        .sort();
+    };
+
+    it("gives an undeclared control plane whose first fixed IP is IPv6 an AAAA record, not A", async () => {
+      assert.deepEqual(await openstackEndpoint(["2001:db8::21", "192.0.2.99"]), [
+        ["demo-dns-endpoint-a", "A", ["192.0.2.11", "192.0.2.12"]],
+        ["demo-dns-endpoint-aaaa", "AAAA", ["2001:db8::21"]],
+      ]);
+    });
+
+    it("adds an undeclared control plane's IPv4 first fixed IP to the A record", async () => {
+      assert.deepEqual(await openstackEndpoint(["192.0.2.99", "2001:db8::21"]), [
+        ["demo-dns-endpoint-a", "A", ["192.0.2.11", "192.0.2.12", "192.0.2.99"]],
+      ]);
+    });
   });
 
   describe("Flux handoff", () => {
