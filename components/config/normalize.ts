@@ -242,6 +242,7 @@ function normalizeOpenstack(openstack: RawOpenstack): OpenstackSpec {
     subnet6Id: openstack.subnet6Id,
     flavor: openstack.flavor,
     availabilityZones: openstack.availabilityZones,
+    volumeAvailabilityZone: openstack.volumeAvailabilityZone,
     controlPlaneServerGroup: openstack.controlPlaneServerGroup ?? "anti-affinity",
     image: openstack.image ?? { upload: true },
     apiAllowedCidrs: openstack.apiAllowedCidrs ?? ["0.0.0.0/0", "::/0"],

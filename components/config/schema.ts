@@ -413,6 +413,11 @@ export const openstackSchema = z.strictObject({
   flavor: z.string().min(1),
   /** Availability zones to spread nodes over. */
   availabilityZones: z.array(z.string().min(1)).min(1).optional(),
+  /**
+   * The Cinder availability zone of the nodes' boot and data volumes, when Cinder's zones are not
+   * Nova's (many clouds' Cinder has only `nova`). @default the instance's zone (without `:host`)
+   */
+  volumeAvailabilityZone: z.string().min(1).optional(),
   /** The Nova server-group policy of the control planes' instances. @default "anti-affinity" */
   controlPlaneServerGroup: z.enum(["anti-affinity", "soft-anti-affinity", "none"]).optional(),
   /** The Talos `openstack` image: an existing Glance image by name, or uploaded by the program. @default { upload: true } */

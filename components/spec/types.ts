@@ -265,6 +265,8 @@ export interface OpenstackSpec {
   readonly subnet6Id?: string;
   readonly flavor: string;
   readonly availabilityZones?: readonly string[];
+  /** The Cinder zone of the volumes; none: each volume in its instance's Nova zone. */
+  readonly volumeAvailabilityZone?: string;
   /**
    * The Nova server group the control planes' instances are created in: `anti-affinity` puts each
    * on its own compute host (Nova refuses to schedule one otherwise), `soft-anti-affinity` only tries.

@@ -44,6 +44,9 @@ export class OpenstackNode extends pulumi.ComponentResource implements TalosMach
     const zone =
       node.placement.zone ??
       (zones ? zones[spread(node.placement.poolIndex, zones.length).domainIndex] : undefined);
+    // Cinder's zones need not be Nova's: `openstack.volumeAvailabilityZone` names them; by default
+    // a volume goes to its instance's zone, without a pinned compute host (`zone:host` is Nova's).
+    const volumeZone = settings.volumeAvailabilityZone ?? zone?.split(":")[0];
     const tags = ["talos", args.clusterName, node.role];
 
     const fixedIps = [
@@ -80,7 +83,7 @@ export class OpenstackNode extends pulumi.ComponentResource implements TalosMach
         size: spec.volumeSize,
         imageId: platform.imageId,
         ...(spec.volumeType ? { volumeType: spec.volumeType } : {}),
-        ...(zone ? { availabilityZone: zone } : {}),
+        ...(volumeZone ? { availabilityZone: volumeZone } : {}),
       },
       // A new Talos image is for new nodes; existing ones are upgraded in place.
       { ...resourceOpts, protect: args.protect, ignoreChanges: ["imageId"] },
@@ -93,7 +96,7 @@ export class OpenstackNode extends pulumi.ComponentResource implements TalosMach
             {
               name: `${node.name}-data`,
               size: spec.dataVolumeSize,
-              ...(zone ? { availabilityZone: zone } : {}),
+              ...(volumeZone ? { availabilityZone: volumeZone } : {}),
             },
             resourceOpts,
           );
