@@ -143,6 +143,11 @@ const baremetalNode = z.strictObject({
     address: ip,
     /** Where the node answers in maintenance mode (DHCP/SLAAC), for the first push only. @default address */
     maintenanceAddress: ip.optional(),
+    /**
+     * Allow the first (unauthenticated) push to a public maintenance address (`maintenanceAddress`,
+     * else `address`). @default false
+     */
+    allowPublicMaintenance: z.boolean().optional(),
     /** Wipe and reboot the node when it is removed from the stack. @default true */
     resetOnDestroy: z.boolean().optional(),
   }),
