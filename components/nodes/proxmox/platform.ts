@@ -85,7 +85,9 @@ export class ProxmoxPlatform extends pulumi.ComponentResource {
         url: image.schematicId.apply((id) =>
           diskImageUrl(id, talosVersion, "nocloud", "amd64", format.format),
         ),
-        fileName: image.schematicId.apply((id) => imageFileName(clusterName, talosVersion, id, format)),
+        fileName: image.schematicId.apply((id) =>
+          imageFileName(clusterName, talosVersion, id, format),
+        ),
         ...(format.decompression ? { decompressionAlgorithm: format.decompression } : {}),
         overwrite: false,
         uploadTimeout: IMAGE_DOWNLOAD_TIMEOUT_SECONDS,

@@ -142,7 +142,7 @@ const cases: RuleCase[] = [
 ];
 
 // A public maintenance address: the same problem each time, but for its key and value.
-const publicCases: RuleCase[] = [
+const publicCaseList: RuleCase[] = [
   {
     rule: "a public IPv6 maintenance address without allowPublicMaintenance",
     base: mixedCluster,
@@ -176,7 +176,8 @@ const publicCases: RuleCase[] = [
       v.nodes[4].baremetal.maintenanceAddress = "fd00:10::31";
     },
   },
-].map((c) => ({
+];
+const publicCases: RuleCase[] = publicCaseList.map((c) => ({
   ...c,
   problems: c.problems.map((p) => p.replace("%P", PUBLIC).replace("%H", PUBLIC_HINT)),
 }));
