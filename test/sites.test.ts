@@ -265,7 +265,13 @@ describe("OpenStack data volume", () => {
       kind: "UserVolumeConfig",
       name: "data",
       volumeType: "disk",
-      provisioning: { diskSelector: { match: "!system_disk" } },
+      // The Cinder volume itself, by the serial Nova gives it (its id; virtio-blk keeps 20
+      // characters): never the config drive or an ephemeral disk, which !system_disk also matched.
+      provisioning: {
+        diskSelector: {
+          match: 'disk.serial == "volume-demo-os-1-dat" || disk.serial == "volume-demo-os-1-data"',
+        },
+      },
     });
     assert.ok(validateTalos(volume), JSON.stringify(validateTalos.errors));
     const other = parseAllDocuments(recorder.named("demo-os-2-instance").inputs.userData).map((d) =>

@@ -11,8 +11,10 @@ export interface OpenstackNodeArgs {
   readonly node: OpenstackNodeSpec;
   readonly settings: OpenstackSpec;
   readonly platform: OpenstackPlatform;
-  /** The node's complete machine config (secret). */
+  /** The node's complete machine config (secret); it waits for the data volume's id. */
   readonly machineConfiguration: pulumi.Output<string>;
+  /** Takes the data volume's id, which the node's config selects the disk by. */
+  readonly dataVolumeId?: (id: pulumi.Output<string>) => void;
   readonly clusterName: string;
   /** The control planes' VIP, allowed on this node's port when it is a control plane. */
   readonly vip?: string;
@@ -100,6 +102,7 @@ export class OpenstackNode extends pulumi.ComponentResource implements TalosMach
             },
             resourceOpts,
           );
+    if (data) args.dataVolumeId?.(data.id);
 
     this.instance = new openstack.compute.Instance(
       `${name}-instance`,
