@@ -73,6 +73,46 @@ describe("foundation services", () => {
       );
     });
 
+    it("exports the seal stanza as OpenBao configuration, without a plugin block by default", () => {
+      assert.equal(
+        resolved.openbao.sealConfig,
+        [
+          'seal "gcpckms" {',
+          '  project    = "example-homelab"',
+          '  region     = "europe-west3"',
+          '  key_ring   = "demo-openbao"',
+          '  crypto_key = "unseal"',
+          "}",
+          "",
+        ].join("\n"),
+      );
+    });
+
+    it("adds the KMS plugin block OpenBao 2.7+ needs (gcpckms is no longer built in) when the stack names the plugin", async () => {
+      const values: any = clone(withServices());
+      const sha256sum = "ab".repeat(32);
+      values.openbao = { kmsPlugin: { version: "v0.1.0", sha256sum } };
+      const { resolved: r } = await runFoundation(values, { secrets: SECRETS });
+      assert.equal(
+        r.openbao.sealConfig,
+        [
+          'plugin "kms" "gcpckms" {',
+          '  image     = "ghcr.io/openbao/openbao-plugin-kms-gcp"',
+          '  version   = "v0.1.0"',
+          `  sha256sum = "${sha256sum}"`,
+          "}",
+          "",
+          'seal "gcpckms" {',
+          '  project    = "example-homelab"',
+          '  region     = "europe-west3"',
+          '  key_ring   = "demo-openbao"',
+          '  crypto_key = "unseal"',
+          "}",
+          "",
+        ].join("\n"),
+      );
+    });
+
     it("uses an explicit provider for the stack's project and region", () => {
       const provider = recorder.named("demo-gcp");
       assert.deepEqual(provider.inputs, { project: "example-homelab", region: "europe-west3" });

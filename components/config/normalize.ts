@@ -38,6 +38,12 @@ import type {
   RawProxmox,
 } from "./schema";
 
+/**
+ * The GCP KMS plugin's image in the openbao-plugins collection (named like its sibling
+ * ghcr.io/openbao/openbao-plugin-kms-pkcs11): OpenBao 2.7 removed the built-in gcpckms seal.
+ */
+export const OPENBAO_GCP_KMS_PLUGIN_IMAGE = "ghcr.io/openbao/openbao-plugin-kms-gcp";
+
 /** The whole spec of a complete stack. */
 export function normalizeStack(stack: CompleteStack): PlatformSpec {
   const { proxmox, oci, openstack } = stack;
@@ -93,6 +99,15 @@ export function normalizeServices(
           name: openbao.kubernetesServiceAccount?.name ?? "openbao",
         },
         serviceAccountEmail: openbao.serviceAccountEmail,
+        ...(openbao.kmsPlugin
+          ? {
+              kmsPlugin: {
+                image: openbao.kmsPlugin.image ?? OPENBAO_GCP_KMS_PLUGIN_IMAGE,
+                version: openbao.kmsPlugin.version,
+                sha256sum: openbao.kmsPlugin.sha256sum,
+              },
+            }
+          : {}),
       },
     dns: dns && {
       zone: dns.zone,

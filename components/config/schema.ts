@@ -486,6 +486,25 @@ export const openbaoSchema = z.strictObject({
       error: "expected a service-account email such as openbao@project.iam.gserviceaccount.com",
     })
     .optional(),
+  /**
+   * The GCP KMS plugin OpenBao 2.7 and later need for the gcpckms seal (no longer built in): put in
+   * the `sealConfig` output's `plugin "kms" "gcpckms"` block. None: the seal stanza alone (OpenBao
+   * 2.6 and earlier, built-in seal).
+   */
+  kmsPlugin: z
+    .strictObject({
+      /** @default "ghcr.io/openbao/openbao-plugin-kms-gcp" */
+      image: z.string().min(1).optional(),
+      /** The plugin release (image tag), e.g. v0.1.0. */
+      version: z
+        .string()
+        .regex(/^v?\d+\.\d+\.\d+\S*$/, { error: "expected a version such as v0.1.0" }),
+      /** SHA-256 of the plugin binary for the nodes' architecture (OpenBao checks it). */
+      sha256sum: z
+        .string()
+        .regex(/^[0-9a-f]{64}$/, { error: "expected the binary's SHA-256: 64 hex digits" }),
+    })
+    .optional(),
 });
 
 /** The `talos-platform:dns` key: records in an existing Cloud DNS managed zone. */

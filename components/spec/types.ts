@@ -293,6 +293,12 @@ export interface OpenbaoSpec {
   readonly kubernetesServiceAccount: { readonly namespace: string; readonly name: string };
   /** The existing key's service account (existingKey). */
   readonly serviceAccountEmail?: string;
+  /** The GCP KMS plugin (OpenBao 2.7+, where gcpckms is no longer built in). */
+  readonly kmsPlugin?: {
+    readonly image: string;
+    readonly version: string;
+    readonly sha256sum: string;
+  };
 }
 
 /** One DNS record, its name fully qualified with a trailing dot. */
