@@ -1,6 +1,7 @@
 // The normalise phase: a complete stack file (complete.ts) into the PlatformSpec the components
 // receive. Defaults are applied here, once; nothing here can fail, since the rules ran first.
 import { stringify } from "yaml";
+import { enablesServingCertRotation, SERVING_CERT_APPROVER_MANIFEST } from "../talos/servingCerts";
 import { canonicalIp, deriveMac, fqdn, hostPort, hostPrefix, ipFamily } from "../net";
 import type {
   ClusterSpec,
@@ -203,6 +204,15 @@ export function normalizeCluster(
     allowSchedulingOnControlPlanes:
       cluster.allowSchedulingOnControlPlanes ?? nodes.every((n) => n.role === "controlplane"),
     certSANs: cluster.certSANs ?? [],
+    ...(cluster.kubeletServingCertApprover !== false &&
+    enablesServingCertRotation([
+      ...patchText(cluster.patches?.all),
+      ...patchText(cluster.patches?.controlplane),
+      ...patchText(cluster.patches?.worker),
+      ...nodes.flatMap((node) => patchText(node.patches)),
+    ])
+      ? { servingCertApprover: SERVING_CERT_APPROVER_MANIFEST }
+      : {}),
     patches: {
       all: patchText(cluster.patches?.all),
       controlplane: patchText(cluster.patches?.controlplane),

@@ -298,6 +298,12 @@ export const clusterSchema = z.strictObject({
   allowSchedulingOnControlPlanes: z.boolean().optional(),
   /** Extra names and IPs for the API server and Talos API certificates. */
   certSANs: z.array(hostName).optional(),
+  /**
+   * Install the Kubelet Serving Certificate Approver (control planes' extraManifests) when a patch
+   * enables `rotate-server-certificates`; `false` when the cluster brings its own approver.
+   * @default true
+   */
+  kubeletServingCertApprover: z.boolean().optional(),
   patches: z
     .strictObject({
       all: patches.optional(),

@@ -215,6 +215,11 @@ export interface ClusterSpec {
   readonly rollout: { readonly maxUnavailableWorkers: number };
   readonly allowSchedulingOnControlPlanes: boolean;
   readonly certSANs: readonly string[];
+  /**
+   * The manifest of the approver of kubelet serving CSRs, installed with the control planes'
+   * extraManifests: when a patch enables `rotate-server-certificates` and the stack brings none.
+   */
+  readonly servingCertApprover?: string;
   /** Cluster-wide patches as YAML strings, by scope. */
   readonly patches: {
     readonly all: readonly string[];

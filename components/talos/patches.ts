@@ -302,6 +302,9 @@ export function nodeDocuments(
   }
   if (node.role === "controlplane")
     documents.push(schedulingPatch(cluster.allowSchedulingOnControlPlanes));
+  // Talos applies extraManifests from the control planes (appending lists of several patches).
+  if (node.role === "controlplane" && cluster.servingCertApprover)
+    documents.push({ cluster: { extraManifests: [cluster.servingCertApprover] } });
   const advertised = etcdAdvertisedAddress(node);
   if (
     advertised !== undefined &&
