@@ -329,9 +329,10 @@ export const unicastMacs: Rule = ({ nodes }, problems) => {
 /**
  * Ranges a maintenance-mode push may go to without `baremetal.allowPublicMaintenance`: addresses no
  * Internet host can reach the node at. Private (RFC 1918, IPv6 unique local fc00::/7), loopback,
- * link-local, and the documentation ranges (RFC 5737, RFC 3849: never routed, and what the example
- * stacks stand in for a LAN with). Everything else counts as public, the shared address space
- * 100.64.0.0/10 (RFC 6598) too: the carrier's other subscribers share it.
+ * link-local, the documentation ranges (RFC 5737, RFC 3849: never routed, and what the example
+ * stacks stand in for a LAN with) and the benchmarking range 198.18.0.0/15 (RFC 2544, not globally
+ * reachable; the benchmark's stacks use it). Everything else counts as public, the shared address
+ * space 100.64.0.0/10 (RFC 6598) too: the carrier's other subscribers share it.
  */
 const NON_PUBLIC_RANGES: readonly string[] = [
   "10.0.0.0/8",
@@ -342,6 +343,7 @@ const NON_PUBLIC_RANGES: readonly string[] = [
   "192.0.2.0/24",
   "198.51.100.0/24",
   "203.0.113.0/24",
+  "198.18.0.0/15",
   "::1/128",
   "fc00::/7",
   "fe80::/10",

@@ -198,6 +198,8 @@ describe("rules: addresses", () => {
       ["192.0.2.31", false], // documentation (RFC 5737), as in the example stacks
       ["198.51.100.7", false],
       ["203.0.113.9", false],
+      ["198.19.0.14", false], // benchmarking (RFC 2544), as in the benchmark's stacks
+      ["198.20.0.1", true],
       ["100.64.0.1", true], // shared address space (RFC 6598): other subscribers reach it
       ["8.8.8.8", true],
       ["::1", false],
