@@ -63,9 +63,14 @@ export interface FoundationOutputs {
   readonly kubernetesCaCertificate: pulumi.Output<string>;
   /** talosconfig (secret). */
   readonly talosconfig: pulumi.Output<string>;
-  /** OpenBao's gcpckms seal values and key (secret), when the stack has an unseal key. */
+  /**
+   * OpenBao's gcpckms seal values, its server configuration (the seal stanza, and with
+   * `openbao.kmsPlugin` the KMS plugin OpenBao 2.7+ needs) and key (secret), when the stack has an
+   * unseal key.
+   */
   readonly openbao?: {
     readonly seal: pulumi.Output<SealStanza>;
+    readonly sealConfig: pulumi.Output<string>;
     readonly credentials: pulumi.Output<string>;
   };
   /** DNS names created for the cluster. */
@@ -194,7 +199,15 @@ export async function foundation(): Promise<FoundationOutputs> {
     kubeconfig: cluster.kubeconfig,
     kubernetesCaCertificate: cluster.kubernetesCaCertificate,
     talosconfig: cluster.talosconfig,
-    ...(unseal ? { openbao: { seal: unseal.seal, credentials: unseal.credentials } } : {}),
+    ...(unseal
+      ? {
+          openbao: {
+            seal: unseal.seal,
+            sealConfig: unseal.sealConfig,
+            credentials: unseal.credentials,
+          },
+        }
+      : {}),
     ...(dns ? { dnsNames: dns.names } : {}),
     ...(flux
       ? { flux: { repository: flux.repository, branch: flux.branch, path: flux.path } }

@@ -11,7 +11,7 @@ import type { LastOutputs } from "./talos/lastOutputs";
 import type { EtcdBootstrapRecord } from "./talos/bootstrapRecord";
 import { clientCredentials, ClientCredentials, machineSecretsInput } from "./talos/credentials";
 import { ImageCatalog } from "./talos/imageFactory";
-import { ConfigDocument, machinePatches } from "./talos/patches";
+import { ConfigDocument, MachineFacts, machinePatches } from "./talos/patches";
 import { checkUserDataSizes } from "./talos/userDataGate";
 
 /** Inputs of a {@link TalosCluster}: validated settings, never raw config. */
@@ -135,6 +135,23 @@ export class TalosCluster extends pulumi.ComponentResource {
       const runs = running.runningInstallers[node.name];
       return runs === undefined ? desiredInstallers[i] : pulumi.output(runs);
     });
+    // What a node's config needs from its own machine's resources (an OpenStack data volume's id, by
+    // which its UserVolumeConfig selects the disk): handed over by the machine once it makes them,
+    // before any config is generated (nothing of the machine needs the config to make them).
+    const facts = nodes.map((node) => {
+      if (node.platform !== "openstack" || node.openstack.dataVolumeSize === undefined)
+        return { values: pulumi.output<MachineFacts>({}) };
+      const [dataVolumeId, resolve] = pulumi.deferredOutput<string>();
+      const handover = { resolved: false, resolve };
+      return {
+        values: dataVolumeId.apply((id): MachineFacts => ({ dataVolumeId: id })),
+        dataVolumeId: (id: pulumi.Output<string>) => {
+          handover.resolved = true;
+          resolve(id);
+        },
+        handover,
+      };
+    });
     const configs = nodes.map((node, i) => {
       const installer = installers[i];
       return pulumi.secret(
@@ -145,9 +162,15 @@ export class TalosCluster extends pulumi.ComponentResource {
             machineSecrets,
             machineType: node.role,
             configPatches: pulumi
-              .all([installer, args.controlPlaneDocuments ?? []])
-              .apply(([image, services]) =>
-                machinePatches(cluster, node, image, node.role === "controlplane" ? services : []),
+              .all([installer, args.controlPlaneDocuments ?? [], facts[i].values])
+              .apply(([image, services, known]) =>
+                machinePatches(
+                  cluster,
+                  node,
+                  image,
+                  node.role === "controlplane" ? services : [],
+                  known,
+                ),
               ),
             kubernetesVersion: running.kubernetesVersion,
             talosVersion: running.configContract,
@@ -172,7 +195,10 @@ export class TalosCluster extends pulumi.ComponentResource {
           );
         },
         protect: node.role === "controlplane" && cluster.protectControlPlanes,
+        dataVolumeId: facts[i].dataVolumeId,
       });
+      if (facts[i].handover && !facts[i].handover!.resolved)
+        throw new Error(`${node.name}: its machine did not hand over its data volume's id`);
       return {
         node,
         machine,

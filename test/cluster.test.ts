@@ -109,7 +109,7 @@ describe("TalosCluster on Proxmox and bare metal", () => {
       for (const r of recorder.ofType(T.vm)) {
         assert.match(
           r.inputs.disks[0].importFrom,
-          /^local:import\/talos-v1\.13\.9-[0-9a-f]{12}-nocloud-amd64\.qcow2$/,
+          /^local:import\/talos-demo-v1\.13\.9-[0-9a-f]{12}-nocloud-amd64\.qcow2$/,
         );
         assert.equal(r.inputs.disks[0].fileId, undefined, "fileId would import over SSH");
         assert.equal(r.inputs.stopOnDestroy, true);
@@ -459,6 +459,41 @@ describe("TalosCluster variations", () => {
       r.named("demo-cp-1-config").inputs.machineConfigurationInput as string;
     assert.notEqual(applied(after), applied(before));
     assert.ok(applied(after).includes("net.core.somaxconn"));
+  });
+
+  it("names the image file after the cluster, so two stacks on one Proxmox host never share one", async () => {
+    const ours = (await run(() => undefined)).recorder;
+    const theirs = (await run((v) => (v.cluster.name = "other"))).recorder;
+    const files = (r: Recorder) => r.ofType(T.image).map((f) => f.inputs.fileName as string);
+    for (const name of files(ours)) {
+      assert.match(name, /^talos-demo-v1\.13\.9-[0-9a-f]{12}-nocloud-amd64\.qcow2$/);
+    }
+    for (const name of files(theirs)) assert.match(name, /^talos-other-v1\.13\.9-/);
+    // The file name is the only thing that differs: same schematic, version and datastore.
+    assert.deepEqual(
+      files(theirs).map((f) => f.replace("talos-other-", "talos-demo-")),
+      files(ours),
+    );
+  });
+
+  it("renames the file of an existing stack without touching its VMs: they ignore their image", async () => {
+    // The resources keep their names (the engine replaces the File, its fileName being new); a VM's
+    // disk names the file by id, in an ignored attribute, so the VMs' inputs otherwise stay as they were.
+    const { recorder } = await run(() => undefined);
+    assert.deepEqual(
+      recorder
+        .ofType(T.image)
+        .map((f) => f.name)
+        .sort(),
+      ["demo-talos-image-pve1", "demo-talos-image-pve2", "demo-talos-image-pve3"],
+    );
+    for (const vm of recorder.ofType(T.vm)) {
+      const disk = vm.inputs.disks[0];
+      const file = recorder.ofType(T.image).find((f) => f.inputs.nodeName === vm.inputs.nodeName)!;
+      assert.equal(disk.importFrom, `local:import/${file.inputs.fileName}`);
+      assert.ok(vm.options.ignoreChanges.includes("disks[0].importFrom"));
+      assert.ok(vm.options.ignoreChanges.includes("disks[0].fileId"));
+    }
   });
 
   it("downloads a new image for a new Talos version without replacing the VMs' disks", async () => {

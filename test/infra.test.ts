@@ -58,7 +58,7 @@ describe("Proxmox image path", () => {
       for (const vm of recorder.ofType(T.vm)) {
         const disk = vm.inputs.disks[0];
         const other = attribute === "importFrom" ? "fileId" : "importFrom";
-        assert.match(disk[attribute], new RegExp(`^local:${contentType}/talos-v1\\.13\\.9-`));
+        assert.match(disk[attribute], new RegExp(`^local:${contentType}/talos-demo-v1\\.13\\.9-`));
         assert.equal(disk[other], undefined);
       }
     });

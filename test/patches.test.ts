@@ -314,3 +314,58 @@ describe("etcd's advertised address on control planes", () => {
     assert.deepEqual(advertised(nodeDocuments(patched.cluster, patched.nodes[0], INSTALLER)), []);
   });
 });
+
+describe("the kubelet serving-certificate approver", () => {
+  const ROTATE = { machine: { kubelet: { extraArgs: { "rotate-server-certificates": "true" } } } };
+  const APPROVER =
+    "https://raw.githubusercontent.com/alex1989hu/kubelet-serving-cert-approver/v0.11.0/deploy/standalone-install.yaml";
+  const specWith = (change: (v: any) => void) => {
+    const values: any = mixedCluster();
+    change(values);
+    return validatePlatformConfig(values, "Pulumi.test.yaml");
+  };
+  const manifests = (s: ReturnType<typeof specWith>, name: string) =>
+    nodeDocuments(
+      s.cluster,
+      s.nodes.find((n) => n.name === name)!,
+      INSTALLER,
+    ).flatMap((d) => (d as any).cluster?.extraManifests ?? []);
+
+  it("installs the approver from the control planes when a patch turns rotation on", () => {
+    const rotating = specWith((v) => (v.cluster.patches = { all: [ROTATE] }));
+    assert.equal(rotating.cluster.servingCertApprover, APPROVER);
+    assert.deepEqual(manifests(rotating, "cp-1"), [APPROVER]);
+    assert.deepEqual(manifests(rotating, "worker-1"), []);
+    const document = nodeDocuments(rotating.cluster, rotating.nodes[0], INSTALLER).find(
+      (d) => (d as any).cluster?.extraManifests,
+    )!;
+    assertValidTalos(document);
+  });
+
+  it("finds rotation turned on in a YAML string patch of one node only, as a boolean too", () => {
+    const rotating = specWith(
+      (v) =>
+        (v.nodes[4].patches = [
+          "machine:\n  kubelet:\n    extraArgs:\n      rotate-server-certificates: true\n",
+        ]),
+    );
+    assert.deepEqual(manifests(rotating, "cp-2"), [APPROVER]);
+  });
+
+  it("installs nothing without rotation, or when the stack brings its own approver", () => {
+    assert.equal(spec.cluster.servingCertApprover, undefined);
+    assert.deepEqual(manifests(spec, "cp-1"), []);
+    const own = specWith((v) => {
+      v.cluster.patches = { all: [ROTATE] };
+      v.cluster.kubeletServingCertApprover = false;
+    });
+    assert.deepEqual(manifests(own, "cp-1"), []);
+    const off = specWith(
+      (v) =>
+        (v.cluster.patches = {
+          all: [{ machine: { kubelet: { extraArgs: { "rotate-server-certificates": "false" } } } }],
+        }),
+    );
+    assert.deepEqual(manifests(off, "cp-1"), []);
+  });
+});

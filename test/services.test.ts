@@ -73,6 +73,46 @@ describe("foundation services", () => {
       );
     });
 
+    it("exports the seal stanza as OpenBao configuration, without a plugin block by default", () => {
+      assert.equal(
+        resolved.openbao.sealConfig,
+        [
+          'seal "gcpckms" {',
+          '  project    = "example-homelab"',
+          '  region     = "europe-west3"',
+          '  key_ring   = "demo-openbao"',
+          '  crypto_key = "unseal"',
+          "}",
+          "",
+        ].join("\n"),
+      );
+    });
+
+    it("adds the KMS plugin block OpenBao 2.7+ needs (gcpckms is no longer built in) when the stack names the plugin", async () => {
+      const values: any = clone(withServices());
+      const sha256sum = "ab".repeat(32);
+      values.openbao = { kmsPlugin: { version: "v0.1.0", sha256sum } };
+      const { resolved: r } = await runFoundation(values, { secrets: SECRETS });
+      assert.equal(
+        r.openbao.sealConfig,
+        [
+          'plugin "kms" "gcpckms" {',
+          '  image     = "ghcr.io/openbao/openbao-plugin-kms-gcp"',
+          '  version   = "v0.1.0"',
+          `  sha256sum = "${sha256sum}"`,
+          "}",
+          "",
+          'seal "gcpckms" {',
+          '  project    = "example-homelab"',
+          '  region     = "europe-west3"',
+          '  key_ring   = "demo-openbao"',
+          '  crypto_key = "unseal"',
+          "}",
+          "",
+        ].join("\n"),
+      );
+    });
+
     it("uses an explicit provider for the stack's project and region", () => {
       const provider = recorder.named("demo-gcp");
       assert.deepEqual(provider.inputs, { project: "example-homelab", region: "europe-west3" });
@@ -114,6 +154,37 @@ describe("foundation services", () => {
         .filter((x) => x.inputs.name === "api.demo.example.net.");
       assert.deepEqual(endpoint.map((x) => [x.inputs.type, x.inputs.rrdatas]).sort(), [
         ["A", ["192.0.2.11", "192.0.2.12", "192.0.2.13"]],
+      ]);
+    });
+
+    // An OpenStack control plane without a declared address: its Talos address is its port's first
+    // fixed IP, known once the port exists; each record type follows that address's family.
+    const openstackEndpoint = async (portIps: string[]) => {
+      const values: any = clone(withServices());
+      delete values.cluster.vip;
+      values.cluster.network.connectivity = "kubespan";
+      values.openstack = { networkId: "net-example", flavor: "m1.large" };
+      values.nodes[2] = { name: "cp-3", role: "controlplane", platform: "openstack" };
+      const recorder = new Recorder();
+      recorder.behaviour.recordedState = { "demo-cp-3-port": { allFixedIps: portIps } };
+      const { recorder: r } = await runFoundation(values, { secrets: SECRETS, recorder });
+      return r
+        .ofType("gcp:dns/recordSet:RecordSet")
+        .filter((x) => x.inputs.name === "api.demo.example.net.")
+        .map((x) => [x.name, x.inputs.type, x.inputs.rrdatas])
+        .sort();
+    };
+
+    it("gives an undeclared control plane whose first fixed IP is IPv6 an AAAA record, not A", async () => {
+      assert.deepEqual(await openstackEndpoint(["2001:db8::21", "192.0.2.99"]), [
+        ["demo-dns-endpoint-a", "A", ["192.0.2.11", "192.0.2.12"]],
+        ["demo-dns-endpoint-aaaa", "AAAA", ["2001:db8::21"]],
+      ]);
+    });
+
+    it("adds an undeclared control plane's IPv4 first fixed IP to the A record", async () => {
+      assert.deepEqual(await openstackEndpoint(["192.0.2.99", "2001:db8::21"]), [
+        ["demo-dns-endpoint-a", "A", ["192.0.2.11", "192.0.2.12", "192.0.2.99"]],
       ]);
     });
   });

@@ -394,7 +394,13 @@ describe("OpenStack data volume", () => {
       kind: "UserVolumeConfig",
       name: "data",
       volumeType: "disk",
-      provisioning: { diskSelector: { match: "!system_disk" } },
+      // The Cinder volume itself, by the serial Nova gives it (its id; virtio-blk keeps 20
+      // characters): never the config drive or an ephemeral disk, which !system_disk also matched.
+      provisioning: {
+        diskSelector: {
+          match: 'disk.serial == "volume-demo-os-1-dat" || disk.serial == "volume-demo-os-1-data"',
+        },
+      },
     });
     assert.ok(validateTalos(volume), JSON.stringify(validateTalos.errors));
     const other = parseAllDocuments(recorder.named("demo-os-2-instance").inputs.userData).map((d) =>
@@ -404,6 +410,29 @@ describe("OpenStack data volume", () => {
       other.some((d) => d?.kind === "UserVolumeConfig"),
       false,
     );
+  });
+});
+
+describe("OpenStack volume availability zone", () => {
+  const zones = (recorder: { named: (n: string) => RecordedResource }) =>
+    ["os-1-boot", "os-1-data", "os-1-instance", "os-2-boot", "os-2-instance"].map(
+      (n) => recorder.named(`demo-${n}`).inputs.availabilityZone,
+    );
+
+  it("puts the volumes in their instance's Nova zone by default, without a pinned host", async () => {
+    const { recorder } = await run(cloudCluster, (v) => {
+      v.nodes[6].openstack.dataVolumeSize = 100;
+      v.nodes[7].openstack.availabilityZone = "az2:compute-7";
+    });
+    assert.deepEqual(zones(recorder), ["az1", "az1", "az1", "az2", "az2:compute-7"]);
+  });
+
+  it("puts them in openstack.volumeAvailabilityZone when the stack names Cinder's zone", async () => {
+    const { recorder } = await run(cloudCluster, (v) => {
+      v.nodes[6].openstack.dataVolumeSize = 100;
+      v.openstack.volumeAvailabilityZone = "nova";
+    });
+    assert.deepEqual(zones(recorder), ["nova", "nova", "az1", "nova", "az2"]);
   });
 });
 

@@ -304,6 +304,13 @@ describe("the staging and prod stacks as shipped (test/fixtures/stacks)", () => 
       11,
       "every node takes pushed config changes; the edge node's first push goes to its maintenance address",
     );
+    // Prod rotates kubelet serving certificates: its control planes install the CSR approver.
+    const approver = /kubelet-serving-cert-approver\/v[\d.]+\/deploy\/standalone-install\.yaml/;
+    for (const invoke of recorder.invokesOf("talos:machine/getConfiguration:getConfiguration")) {
+      const patches = (invoke.inputs.configPatches as string[]).join("\n");
+      if (invoke.inputs.machineType === "controlplane") assert.match(patches, approver);
+      else assert.doesNotMatch(patches, approver);
+    }
   });
 });
 

@@ -1,6 +1,7 @@
 // The normalise phase: a complete stack file (complete.ts) into the PlatformSpec the components
 // receive. Defaults are applied here, once; nothing here can fail, since the rules ran first.
 import { stringify } from "yaml";
+import { enablesServingCertRotation, SERVING_CERT_APPROVER_MANIFEST } from "../talos/servingCerts";
 import { canonicalIp, deriveMac, fqdn, hostPort, hostPrefix, ipFamily } from "../net";
 import type {
   ClusterSpec,
@@ -38,6 +39,12 @@ import type {
   RawPatch,
   RawProxmox,
 } from "./schema";
+
+/**
+ * The GCP KMS plugin's image in the openbao-plugins collection (named like its sibling
+ * ghcr.io/openbao/openbao-plugin-kms-pkcs11): OpenBao 2.7 removed the built-in gcpckms seal.
+ */
+export const OPENBAO_GCP_KMS_PLUGIN_IMAGE = "ghcr.io/openbao/openbao-plugin-kms-gcp";
 
 /** The whole spec of a complete stack. */
 export function normalizeStack(stack: CompleteStack): PlatformSpec {
@@ -94,6 +101,15 @@ export function normalizeServices(
           name: openbao.kubernetesServiceAccount?.name ?? "openbao",
         },
         serviceAccountEmail: openbao.serviceAccountEmail,
+        ...(openbao.kmsPlugin
+          ? {
+              kmsPlugin: {
+                image: openbao.kmsPlugin.image ?? OPENBAO_GCP_KMS_PLUGIN_IMAGE,
+                version: openbao.kmsPlugin.version,
+                sha256sum: openbao.kmsPlugin.sha256sum,
+              },
+            }
+          : {}),
       },
     dns: dns && {
       zone: dns.zone,
@@ -189,6 +205,15 @@ export function normalizeCluster(
     allowSchedulingOnControlPlanes:
       cluster.allowSchedulingOnControlPlanes ?? nodes.every((n) => n.role === "controlplane"),
     certSANs: cluster.certSANs ?? [],
+    ...(cluster.kubeletServingCertApprover !== false &&
+    enablesServingCertRotation([
+      ...patchText(cluster.patches?.all),
+      ...patchText(cluster.patches?.controlplane),
+      ...patchText(cluster.patches?.worker),
+      ...nodes.flatMap((node) => patchText(node.patches)),
+    ])
+      ? { servingCertApprover: SERVING_CERT_APPROVER_MANIFEST }
+      : {}),
     patches: {
       all: patchText(cluster.patches?.all),
       controlplane: patchText(cluster.patches?.controlplane),
@@ -245,6 +270,7 @@ function normalizeOpenstack(openstack: RawOpenstack): OpenstackSpec {
     subnet6Id: openstack.subnet6Id,
     flavor: openstack.flavor,
     availabilityZones: openstack.availabilityZones,
+    volumeAvailabilityZone: openstack.volumeAvailabilityZone,
     controlPlaneServerGroup: openstack.controlPlaneServerGroup ?? "anti-affinity",
     image: openstack.image ?? { upload: true },
     apiAllowedCidrs: openstack.apiAllowedCidrs ?? ["0.0.0.0/0", "::/0"],

@@ -151,6 +151,11 @@ const baremetalNode = z.strictObject({
     address: ip,
     /** Where the node answers in maintenance mode (DHCP/SLAAC), for the first push only. @default address */
     maintenanceAddress: ip.optional(),
+    /**
+     * Allow the first (unauthenticated) push to a public maintenance address (`maintenanceAddress`,
+     * else `address`). @default false
+     */
+    allowPublicMaintenance: z.boolean().optional(),
     /** Wipe and reboot the node when it is removed from the stack. @default true */
     resetOnDestroy: z.boolean().optional(),
   }),
@@ -307,6 +312,12 @@ export const clusterSchema = z.strictObject({
   allowSchedulingOnControlPlanes: z.boolean().optional(),
   /** Extra names and IPs for the API server and Talos API certificates. */
   certSANs: z.array(hostName).optional(),
+  /**
+   * Install the Kubelet Serving Certificate Approver (control planes' extraManifests) when a patch
+   * enables `rotate-server-certificates`; `false` when the cluster brings its own approver.
+   * @default true
+   */
+  kubeletServingCertApprover: z.boolean().optional(),
   patches: z
     .strictObject({
       all: patches.optional(),
@@ -431,6 +442,11 @@ export const openstackSchema = z.strictObject({
   flavor: z.string().min(1),
   /** Availability zones to spread nodes over. */
   availabilityZones: z.array(z.string().min(1)).min(1).optional(),
+  /**
+   * The Cinder availability zone of the nodes' boot and data volumes, when Cinder's zones are not
+   * Nova's (many clouds' Cinder has only `nova`). @default the instance's zone (without `:host`)
+   */
+  volumeAvailabilityZone: z.string().min(1).optional(),
   /** The Nova server-group policy of the control planes' instances. @default "anti-affinity" */
   controlPlaneServerGroup: z.enum(["anti-affinity", "soft-anti-affinity", "none"]).optional(),
   /** The Talos `openstack` image: an existing Glance image by name, or uploaded by the program. @default { upload: true } */
@@ -492,6 +508,25 @@ export const openbaoSchema = z.strictObject({
     .string()
     .regex(/^[a-z0-9-]+@[a-z0-9-]+\.iam\.gserviceaccount\.com$/, {
       error: "expected a service-account email such as openbao@project.iam.gserviceaccount.com",
+    })
+    .optional(),
+  /**
+   * The GCP KMS plugin OpenBao 2.7 and later need for the gcpckms seal (no longer built in): put in
+   * the `sealConfig` output's `plugin "kms" "gcpckms"` block. None: the seal stanza alone (OpenBao
+   * 2.6 and earlier, built-in seal).
+   */
+  kmsPlugin: z
+    .strictObject({
+      /** @default "ghcr.io/openbao/openbao-plugin-kms-gcp" */
+      image: z.string().min(1).optional(),
+      /** The plugin release (image tag), e.g. v0.1.0. */
+      version: z
+        .string()
+        .regex(/^v?\d+\.\d+\.\d+\S*$/, { error: "expected a version such as v0.1.0" }),
+      /** SHA-256 of the plugin binary for the nodes' architecture (OpenBao checks it). */
+      sha256sum: z
+        .string()
+        .regex(/^[0-9a-f]{64}$/, { error: "expected the binary's SHA-256: 64 hex digits" }),
     })
     .optional(),
 });

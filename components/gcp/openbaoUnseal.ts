@@ -49,6 +49,38 @@ export interface SealStanza {
   readonly crypto_key: string;
 }
 
+/**
+ * OpenBao's server configuration for the seal, HCL: the `seal "gcpckms"` stanza (credentials from
+ * GOOGLE_APPLICATION_CREDENTIALS), after, with a KMS plugin, the `plugin "kms" "gcpckms"` block
+ * OpenBao 2.7 and later need: they no longer build the gcpckms seal in, and the seal stanza's name
+ * must match the plugin block's (the plugin then shadows any built-in seal). OpenBao downloads the
+ * plugin's OCI image into `plugin_directory` at startup and checks the binary's SHA-256.
+ */
+export function sealConfig(
+  seal: SealStanza,
+  plugin?: { readonly image: string; readonly version: string; readonly sha256sum: string },
+): string {
+  const block = (head: string, values: Record<string, string>) => {
+    const width = Math.max(...Object.keys(values).map((k) => k.length));
+    const body = Object.entries(values).map(
+      ([k, v]) => `  ${k.padEnd(width)} = ${JSON.stringify(v)}`,
+    );
+    return [`${head} {`, ...body, "}", ""].join("\n");
+  };
+  return [
+    ...(plugin
+      ? [
+          block('plugin "kms" "gcpckms"', {
+            image: plugin.image,
+            version: plugin.version,
+            sha256sum: plugin.sha256sum,
+          }),
+        ]
+      : []),
+    block('seal "gcpckms"', { ...seal }),
+  ].join("\n");
+}
+
 /** The roles OpenBao's gcpckms seal needs on its key: encrypt/decrypt, and reading the key's metadata. */
 const UNSEAL_ROLES = [
   "roles/cloudkms.cryptoKeyEncrypterDecrypter",
@@ -75,6 +107,8 @@ function unsealAccountId(clusterName: string): string {
 export class OpenbaoUnsealKey extends pulumi.ComponentResource {
   /** Values for the seal stanza. */
   public readonly seal: pulumi.Output<SealStanza>;
+  /** The seal's server configuration (HCL): the plugin block (OpenBao 2.7+) and the seal stanza. */
+  public readonly sealConfig: pulumi.Output<string>;
   /** The JSON OpenBao authenticates with (secret): a key file, or an external-account configuration. */
   public readonly credentials: pulumi.Output<string>;
   /** The IAM member holding the roles (`serviceAccount:…` or `principal://…`). */
@@ -179,14 +213,21 @@ export class OpenbaoUnsealKey extends pulumi.ComponentResource {
       );
     }
 
-    this.seal = pulumi.output({
+    const seal: SealStanza = {
       project: args.gcp.project,
       region: settings.location,
       key_ring: settings.keyRing,
       crypto_key: settings.cryptoKey,
-    });
+    };
+    this.seal = pulumi.output(seal);
+    this.sealConfig = pulumi.output(sealConfig(seal, settings.kmsPlugin));
     this.credentials = pulumi.secret(credentials);
-    this.registerOutputs({ seal: this.seal, credentials: this.credentials, member: this.member });
+    this.registerOutputs({
+      seal: this.seal,
+      sealConfig: this.sealConfig,
+      credentials: this.credentials,
+      member: this.member,
+    });
   }
 }
 

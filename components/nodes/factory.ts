@@ -92,6 +92,7 @@ export class MachineFactory {
             settings: required(this.settings.openstack, "openstack"),
             platform: this.openstackPlatform(),
             machineConfiguration: request.machineConfiguration,
+            dataVolumeId: request.dataVolumeId,
             clusterName,
             vip: this.cluster.vip,
             protect,

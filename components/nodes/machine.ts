@@ -51,4 +51,9 @@ export interface MachineRequest {
   readonly machineConfiguration: pulumi.Output<string>;
   /** Protect the machine from deletion (control planes). */
   readonly protect: boolean;
+  /**
+   * Takes the id of the node's data volume (OpenStack `dataVolumeSize`) once the machine creates it:
+   * the node's config selects that disk by it. The machine must call it, before the config is read.
+   */
+  readonly dataVolumeId?: (id: pulumi.Output<string>) => void;
 }

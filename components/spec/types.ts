@@ -215,6 +215,11 @@ export interface ClusterSpec {
   readonly rollout: { readonly maxUnavailableWorkers: number };
   readonly allowSchedulingOnControlPlanes: boolean;
   readonly certSANs: readonly string[];
+  /**
+   * The manifest of the approver of kubelet serving CSRs, installed with the control planes'
+   * extraManifests: when a patch enables `rotate-server-certificates` and the stack brings none.
+   */
+  readonly servingCertApprover?: string;
   /** Cluster-wide patches as YAML strings, by scope. */
   readonly patches: {
     readonly all: readonly string[];
@@ -269,6 +274,8 @@ export interface OpenstackSpec {
   readonly subnet6Id?: string;
   readonly flavor: string;
   readonly availabilityZones?: readonly string[];
+  /** The Cinder zone of the volumes; none: each volume in its instance's Nova zone. */
+  readonly volumeAvailabilityZone?: string;
   /**
    * The Nova server group the control planes' instances are created in: `anti-affinity` puts each
    * on its own compute host (Nova refuses to schedule one otherwise), `soft-anti-affinity` only tries.
@@ -295,6 +302,12 @@ export interface OpenbaoSpec {
   readonly kubernetesServiceAccount: { readonly namespace: string; readonly name: string };
   /** The existing key's service account (existingKey). */
   readonly serviceAccountEmail?: string;
+  /** The GCP KMS plugin (OpenBao 2.7+, where gcpckms is no longer built in). */
+  readonly kmsPlugin?: {
+    readonly image: string;
+    readonly version: string;
+    readonly sha256sum: string;
+  };
 }
 
 /** One DNS record, its name fully qualified with a trailing dot. */

@@ -183,13 +183,31 @@ function patchesSetAdvertisedSubnets(patches: readonly string[]): boolean {
 /**
  * The user volume `data`: the node's whole extra disk (OpenStack's data volume), formatted by Talos
  * and mounted at /var/mnt/data. `disk` volumes take no sizes (a `partition` would need a minSize).
+ * The disk is the Cinder volume itself, by its serial: Nova gives an attached volume its id as the
+ * disk's serial, which virtio-blk cuts to 20 characters (virtio-scsi keeps it whole). `!system_disk`
+ * would also match the config drive (writable on some clouds) or a flavor's ephemeral disk, and
+ * Talos refuses a `disk` volume whose selector matches more than one disk.
  */
-function dataVolumeDocument(): ConfigDocument {
+export function dataVolumeDocument(volumeId: string): ConfigDocument {
+  const serials = [...new Set([volumeId.slice(0, VIRTIO_BLK_SERIAL_LENGTH), volumeId])];
   return doc("UserVolumeConfig", {
     name: DATA_VOLUME_NAME,
     volumeType: "disk",
-    provisioning: { diskSelector: { match: "!system_disk" } },
+    provisioning: {
+      diskSelector: {
+        match: serials.map((s) => `disk.serial == ${JSON.stringify(s)}`).join(" || "),
+      },
+    },
   });
+}
+
+/** How much of a volume id a virtio-blk disk's serial keeps (VIRTIO_BLK_ID_BYTES). */
+const VIRTIO_BLK_SERIAL_LENGTH = 20;
+
+/** What a node's config needs from its platform's resources, known once they exist. */
+export interface MachineFacts {
+  /** The Cinder id of an OpenStack node's data volume (`openstack.dataVolumeSize`). */
+  readonly dataVolumeId?: string;
 }
 
 /** The name of the user volume on a node's extra data disk (mounted at /var/mnt/<name>). */
@@ -263,6 +281,7 @@ export function nodeDocuments(
   cluster: ClusterSpec,
   node: NodeSpec,
   installerImage: string,
+  facts: MachineFacts = {},
 ): ConfigDocument[] {
   const documents: ConfigDocument[] = [
     hostnameDocument(node.name),
@@ -277,10 +296,15 @@ export function nodeDocuments(
     documents.push(kubeletNodeIpPatch(node.kubeletAddresses));
   }
   if (node.platform === "openstack" && node.openstack.dataVolumeSize !== undefined) {
-    documents.push(dataVolumeDocument());
+    if (facts.dataVolumeId === undefined)
+      throw new Error(`${node.name}: its data volume's id is needed for its UserVolumeConfig`);
+    documents.push(dataVolumeDocument(facts.dataVolumeId));
   }
   if (node.role === "controlplane")
     documents.push(schedulingPatch(cluster.allowSchedulingOnControlPlanes));
+  // Talos applies extraManifests from the control planes (appending lists of several patches).
+  if (node.role === "controlplane" && cluster.servingCertApprover)
+    documents.push({ cluster: { extraManifests: [cluster.servingCertApprover] } });
   const advertised = etcdAdvertisedAddress(node);
   if (
     advertised !== undefined &&
@@ -335,11 +359,12 @@ export function machinePatches(
   node: NodeSpec,
   installerImage: string,
   servicePatches: readonly ConfigDocument[] = [],
+  facts: MachineFacts = {},
 ): string[] {
   return [
     ...renderPatches([
       ...clusterDocuments(cluster),
-      ...nodeDocuments(cluster, node, installerImage),
+      ...nodeDocuments(cluster, node, installerImage, facts),
       ...servicePatches,
     ]),
     ...cluster.patches.all,

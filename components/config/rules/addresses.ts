@@ -364,3 +364,57 @@ export const unicastMacs: Rule = ({ nodes }, problems) => {
     }
   }
 };
+
+/**
+ * Ranges a maintenance-mode push may go to without `baremetal.allowPublicMaintenance`: addresses no
+ * Internet host can reach the node at. Private (RFC 1918, IPv6 unique local fc00::/7), loopback,
+ * link-local, the documentation ranges (RFC 5737, RFC 3849: never routed, and what the example
+ * stacks stand in for a LAN with) and the benchmarking range 198.18.0.0/15 (RFC 2544, not globally
+ * reachable; the benchmark's stacks use it). Everything else counts as public, the shared address
+ * space 100.64.0.0/10 (RFC 6598) too: the carrier's other subscribers share it.
+ */
+const NON_PUBLIC_RANGES: readonly string[] = [
+  "10.0.0.0/8",
+  "172.16.0.0/12",
+  "192.168.0.0/16",
+  "127.0.0.0/8",
+  "169.254.0.0/16",
+  "192.0.2.0/24",
+  "198.51.100.0/24",
+  "203.0.113.0/24",
+  "198.18.0.0/15",
+  "::1/128",
+  "fc00::/7",
+  "fe80::/10",
+  "2001:db8::/32",
+];
+
+/** True when `ip` lies in none of {@link NON_PUBLIC_RANGES}: the Internet may reach it. */
+export function isPublicAddress(ip: string): boolean {
+  return !NON_PUBLIC_RANGES.some((range) => inSubnet(ip, parseCidr(range)!));
+}
+
+/**
+ * A bare-metal node's first push goes to Talos' maintenance mode, which authenticates nobody: the
+ * node takes the first config anyone sends it, and the program does not verify the node's
+ * certificate, so whoever is in the path reads the whole machine config (the cluster's CA keys and
+ * tokens). On a public address that is anyone on the Internet: refused unless the stack says so.
+ */
+export const publicMaintenance: Rule = ({ nodes }, problems) => {
+  for (const { index, node } of nodes) {
+    if (node.platform !== "baremetal") continue;
+    const { baremetal } = node;
+    if (baremetal.allowPublicMaintenance === true) continue;
+    const key = baremetal.maintenanceAddress !== undefined ? "maintenanceAddress" : "address";
+    const address = baremetal.maintenanceAddress ?? baremetal.address;
+    if (ipFamily(address) === undefined || !isPublicAddress(address)) continue;
+    problems.add(
+      ["nodes", index, "baremetal", key],
+      "is a public address, and the first push goes there unauthenticated (Talos maintenance mode): anyone who reaches it first can claim the node, and anyone in the path reads its machine config with the cluster's keys",
+      {
+        got: address,
+        hint: `Push the first config over a private network (the node's LAN address as baremetal.maintenanceAddress), or set nodes[${index}].baremetal.allowPublicMaintenance: true to accept the risk`,
+      },
+    );
+  }
+};

@@ -6,6 +6,7 @@ import {
   kubeletFamily,
   nodeAddresses,
   nodeNetworks,
+  publicMaintenance,
   unicastMacs,
 } from "./addresses";
 import { plainTextCredentials, proxmoxEndpoint } from "./credentials";
@@ -70,6 +71,7 @@ export const RULES: readonly Rule[] = [
   openstackAntiAffinity,
   workloadPlacement,
   nodeAddresses,
+  publicMaintenance,
   clusterRanges,
   unicastMacs,
   nodeLabels,

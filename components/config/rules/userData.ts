@@ -9,6 +9,8 @@ import { completeCluster, completeNode } from "../complete";
 import { normalizeCluster, normalizeNode, normalizeServices, poolIndexes } from "../normalize";
 import type { Rule } from "./rule";
 
+/** A Cinder volume id (a UUID) as long as the real one, for the data volume's selector. */
+const VOLUME_ID_PLACEHOLDER = "00000000-0000-0000-0000-000000000000";
 /** The installer reference of the longest form, standing in for the real one in size estimates. */
 const INSTALLER_PLACEHOLDER = `factory.talos.dev/openstack-installer/${"0".repeat(64)}:v1.13.99`;
 
@@ -28,7 +30,9 @@ export const userDataSize: Rule = (input, problems) => {
     if (!hasUserDataLimit(node)) return;
     const servicePatches =
       flux && node.role === "controlplane" ? [fluxHandoffPatch(flux, DEPLOY_KEY_PLACEHOLDER)] : [];
-    const patches = machinePatches(cluster, node, INSTALLER_PLACEHOLDER, servicePatches);
+    const patches = machinePatches(cluster, node, INSTALLER_PLACEHOLDER, servicePatches, {
+      dataVolumeId: VOLUME_ID_PLACEHOLDER,
+    });
     const problem = userDataProblem(node, estimatedUserDataLength(node.role, patches), true);
     if (problem) problems.addMessage(problem);
   });

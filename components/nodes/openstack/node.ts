@@ -11,8 +11,10 @@ export interface OpenstackNodeArgs {
   readonly node: OpenstackNodeSpec;
   readonly settings: OpenstackSpec;
   readonly platform: OpenstackPlatform;
-  /** The node's complete machine config (secret). */
+  /** The node's complete machine config (secret); it waits for the data volume's id. */
   readonly machineConfiguration: pulumi.Output<string>;
+  /** Takes the data volume's id, which the node's config selects the disk by. */
+  readonly dataVolumeId?: (id: pulumi.Output<string>) => void;
   readonly clusterName: string;
   /** The control planes' VIP, allowed on this node's port when it is a control plane. */
   readonly vip?: string;
@@ -44,6 +46,9 @@ export class OpenstackNode extends pulumi.ComponentResource implements TalosMach
     const zone =
       node.placement.zone ??
       (zones ? zones[spread(node.placement.poolIndex, zones.length).domainIndex] : undefined);
+    // Cinder's zones need not be Nova's: `openstack.volumeAvailabilityZone` names them; by default
+    // a volume goes to its instance's zone, without a pinned compute host (`zone:host` is Nova's).
+    const volumeZone = settings.volumeAvailabilityZone ?? zone?.split(":")[0];
     const tags = ["talos", args.clusterName, node.role];
 
     const fixedIps = [
@@ -80,7 +85,7 @@ export class OpenstackNode extends pulumi.ComponentResource implements TalosMach
         size: spec.volumeSize,
         imageId: platform.imageId,
         ...(spec.volumeType ? { volumeType: spec.volumeType } : {}),
-        ...(zone ? { availabilityZone: zone } : {}),
+        ...(volumeZone ? { availabilityZone: volumeZone } : {}),
       },
       // A new Talos image is for new nodes; existing ones are upgraded in place.
       { ...resourceOpts, protect: args.protect, ignoreChanges: ["imageId"] },
@@ -93,10 +98,11 @@ export class OpenstackNode extends pulumi.ComponentResource implements TalosMach
             {
               name: `${node.name}-data`,
               size: spec.dataVolumeSize,
-              ...(zone ? { availabilityZone: zone } : {}),
+              ...(volumeZone ? { availabilityZone: volumeZone } : {}),
             },
             resourceOpts,
           );
+    if (data) args.dataVolumeId?.(data.id);
 
     this.instance = new openstack.compute.Instance(
       `${name}-instance`,

@@ -60,11 +60,16 @@ export const PROXMOX_IMAGE_FORMATS: Readonly<
   },
 };
 
-/** The file name of a Talos image on a Proxmox datastore: one per version, schematic and format. */
+/**
+ * The file name of a Talos image on a Proxmox datastore: one per cluster, version, schematic and
+ * format. The cluster's name keeps two stacks on one host from sharing (and one's destroy or
+ * replacement deleting) the other's file.
+ */
 export function imageFileName(
+  clusterName: string,
   talosVersion: string,
   schematicId: string,
   format: ProxmoxImageFormat,
 ): string {
-  return `talos-${talosVersion}-${schematicId.slice(0, 12)}-nocloud-amd64.${format.extension}`;
+  return `talos-${clusterName}-${talosVersion}-${schematicId.slice(0, 12)}-nocloud-amd64.${format.extension}`;
 }

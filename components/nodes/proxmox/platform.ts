@@ -74,7 +74,7 @@ export class ProxmoxPlatform extends pulumi.ComponentResource {
     if (known) return known;
     const datastore =
       this.args.settings.hosts.find((h) => h.name === host)?.imageDatastore ?? "local";
-    const { image, talosVersion } = this.args;
+    const { image, talosVersion, clusterName } = this.args;
     const format = this.imageFormat;
     const file = new proxmoxve.download.File(
       `${this.args.clusterName}-talos-image-${host}`,
@@ -85,7 +85,9 @@ export class ProxmoxPlatform extends pulumi.ComponentResource {
         url: image.schematicId.apply((id) =>
           diskImageUrl(id, talosVersion, "nocloud", "amd64", format.format),
         ),
-        fileName: image.schematicId.apply((id) => imageFileName(talosVersion, id, format)),
+        fileName: image.schematicId.apply((id) =>
+          imageFileName(clusterName, talosVersion, id, format),
+        ),
         ...(format.decompression ? { decompressionAlgorithm: format.decompression } : {}),
         overwrite: false,
         uploadTimeout: IMAGE_DOWNLOAD_TIMEOUT_SECONDS,

@@ -1,7 +1,15 @@
 // components/config/rules/addresses.ts: node addresses that cannot work (networks, gateways,
-// network and broadcast addresses, the primary service family, overlapping ranges, MACs).
+// network and broadcast addresses, the primary service family, overlapping ranges, MACs, a public
+// maintenance address).
+import { strict as assert } from "node:assert";
 import { itRefuses, mixedCluster, proxmoxCluster, RuleCase } from "../../fixtures";
 import { itRefusesMutations, staticIndexes } from "../arbitraryStack";
+import { isPublicAddress } from "../../../components/config/rules/addresses";
+
+const PUBLIC =
+  "is a public address, and the first push goes there unauthenticated (Talos maintenance mode): anyone who reaches it first can claim the node, and anyone in the path reads its machine config with the cluster's keys";
+const PUBLIC_HINT =
+  "Push the first config over a private network (the node's LAN address as baremetal.maintenanceAddress), or set nodes[4].baremetal.allowPublicMaintenance: true to accept the risk";
 
 const cases: RuleCase[] = [
   {
@@ -159,8 +167,79 @@ const cases: RuleCase[] = [
   },
 ];
 
+// A public maintenance address: the same problem each time, but for its key and value.
+const publicCaseList: RuleCase[] = [
+  {
+    rule: "a public IPv6 maintenance address without allowPublicMaintenance",
+    base: mixedCluster,
+    broken: (v) => (v.nodes[4].baremetal.maintenanceAddress = "2a01:4f8:c0c:1234::31"),
+    problems: [`nodes[4].baremetal.maintenanceAddress: %P; got "2a01:4f8:c0c:1234::31". %H`],
+    valid: (v) => {
+      v.nodes[4].baremetal.maintenanceAddress = "2a01:4f8:c0c:1234::31";
+      v.nodes[4].baremetal.allowPublicMaintenance = true;
+    },
+  },
+  {
+    rule: "a public IPv4 maintenance address (the carrier-shared 100.64.0.0/10 counts as public)",
+    base: mixedCluster,
+    broken: (v) => (v.nodes[4].baremetal.maintenanceAddress = "100.64.1.31"),
+    problems: [`nodes[4].baremetal.maintenanceAddress: %P; got "100.64.1.31". %H`],
+    valid: (v) => (v.nodes[4].baremetal.maintenanceAddress = "192.168.1.31"),
+  },
+  {
+    rule: "a public address that is also the maintenance address (none given)",
+    base: mixedCluster,
+    broken: (v) => {
+      v.nodes[4].network.addresses[1] = "2a01:4f8:c0c:1234::31/64";
+      v.nodes[4].network.gateway6 = "fe80::1";
+      v.nodes[4].baremetal.address = "2a01:4f8:c0c:1234::31";
+    },
+    problems: [`nodes[4].baremetal.address: %P; got "2a01:4f8:c0c:1234::31". %H`],
+    valid: (v) => {
+      v.nodes[4].network.addresses[1] = "2a01:4f8:c0c:1234::31/64";
+      v.nodes[4].network.gateway6 = "fe80::1";
+      v.nodes[4].baremetal.address = "2a01:4f8:c0c:1234::31";
+      v.nodes[4].baremetal.maintenanceAddress = "fd00:10::31";
+    },
+  },
+];
+const publicCases: RuleCase[] = publicCaseList.map((c) => ({
+  ...c,
+  problems: c.problems.map((p) => p.replace("%P", PUBLIC).replace("%H", PUBLIC_HINT)),
+}));
+
 describe("rules: addresses", () => {
   itRefuses(cases);
+  itRefuses(publicCases);
+
+  it("tells public addresses (a maintenance push there needs allowPublicMaintenance) from the rest", () => {
+    const table: [string, boolean][] = [
+      ["10.1.2.3", false], // RFC 1918
+      ["172.16.0.9", false],
+      ["172.31.255.254", false],
+      ["172.32.0.1", true],
+      ["192.168.1.31", false],
+      ["127.0.0.1", false], // loopback
+      ["169.254.10.1", false], // link-local
+      ["192.0.2.31", false], // documentation (RFC 5737), as in the example stacks
+      ["198.51.100.7", false],
+      ["203.0.113.9", false],
+      ["198.19.0.14", false], // benchmarking (RFC 2544), as in the benchmark's stacks
+      ["198.20.0.1", true],
+      ["100.64.0.1", true], // shared address space (RFC 6598): other subscribers reach it
+      ["8.8.8.8", true],
+      ["::1", false],
+      ["fd00:10::31", false], // unique local
+      ["fe80::21a:2bff:fe3c:4d5e", false],
+      ["2001:db8:300::31", false], // documentation (RFC 3849)
+      ["2a01:4f8:c0c:1234::31", true],
+      ["2001:4860:4860::8888", true],
+    ];
+    assert.deepEqual(
+      table.map(([ip]) => [ip, isPublicAddress(ip)]),
+      table,
+    );
+  });
 
   itRefusesMutations({
     "a gateway that is the node's own address": (v) => {

@@ -175,6 +175,16 @@ const cases: RuleCase[] = [
     valid: (v) => (v.openbao.rotationPeriod = "86400s"),
   },
   {
+    rule: "a KMS plugin without the binary's SHA-256 OpenBao checks",
+    base: withServices,
+    secrets: ["fluxDeployKey"],
+    broken: (v) => (v.openbao.kmsPlugin = { version: "v0.1.0", sha256sum: "latest" }),
+    problems: [
+      'openbao.kmsPlugin.sha256sum: expected the binary\'s SHA-256: 64 hex digits; got "latest"',
+    ],
+    valid: (v) => (v.openbao.kmsPlugin = { version: "v0.1.0", sha256sum: "0".repeat(64) }),
+  },
+  {
     rule: "an ssh repository without its deploy key secret, naming the key",
     base: withServices,
     broken: () => undefined,
