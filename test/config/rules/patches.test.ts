@@ -181,7 +181,9 @@ const cases: RuleCase[] = [
     broken: (v) => {
       v.cluster.configContract = "v1.12.4";
       // BlackholeRouteConfig came with Talos 1.13.
-      v.nodes[1].patches = ["apiVersion: v1alpha1\nkind: BlackholeRouteConfig\nname: 192.0.2.128/25\n"];
+      v.nodes[1].patches = [
+        "apiVersion: v1alpha1\nkind: BlackholeRouteConfig\nname: 192.0.2.128/25\n",
+      ];
     },
     problems: [
       'nodes[1].patches[0]: in BlackholeRouteConfig "192.0.2.128/25", has kind BlackholeRouteConfig, which Talos 1.12 does not know. See the Talos 1.12 configuration reference for the document kinds',
