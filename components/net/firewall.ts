@@ -2,7 +2,7 @@
 // nodes. Firewalls the program manages are built from it, and docs/platforms.md lists the same
 // table for the ones it does not manage. Pure. Ports from Talos' constants (apid 50000, trustd 50001,
 // kubelet 10250, etcd 2379-2380, KubeSpan 51820), Talos' flannel manifest (VXLAN 4789) and Cilium's
-// system requirements (VXLAN 8472, health 4240 and ICMP echo, Hubble 4244).
+// system requirements (VXLAN 8472 in tunnel mode, health 4240 and ICMP echo, Hubble 4244).
 
 /** Which nodes: every node, or the control planes. */
 export type NodeSet = "all" | "controlplane";
@@ -18,6 +18,8 @@ export interface PortRule {
   readonly from: NodeSet | "anywhere";
   /** Short description (the firewall rule's). */
   readonly what: string;
+  /** Only sources of this IP family (Cilium's VXLAN travels over one underlay family); absent: both. */
+  readonly family?: 4 | 6;
 }
 
 const tcp = (from: number, to: number, on: NodeSet, source: PortRule["from"], what: string) =>
@@ -34,17 +36,44 @@ const TALOS_AND_KUBERNETES: readonly PortRule[] = [
   tcp(10250, 10250, "all", "controlplane", "kubelet API from the API server"),
 ];
 
-/** Each CNI's node-to-node flows. `none`: the operator's CNI, whose ports the program cannot know. */
-const CNI_RULES: Readonly<Record<"flannel" | "cilium" | "none", readonly PortRule[]>> = {
-  flannel: [udp(4789, "all", "all", "flannel VXLAN")],
-  cilium: [
-    udp(8472, "all", "all", "Cilium VXLAN (tunnel mode)"),
+/** How the Cilium the operator installs routes pods (Cilium's defaults: tunnel, IPv4 underlay). */
+export interface CiliumRouting {
+  readonly routingMode: "tunnel" | "native";
+  readonly underlayProtocol: "ipv4" | "ipv6";
+}
+
+/**
+ * Cilium's node-to-node flows. Tunnel mode: VXLAN between node addresses of the underlay's family
+ * only. Native routing: no VXLAN; pod addresses travel as they are (the network routes them).
+ */
+function ciliumRules(routing: CiliumRouting): PortRule[] {
+  const family = routing.underlayProtocol === "ipv6" ? 6 : 4;
+  return [
+    ...(routing.routingMode === "tunnel"
+      ? [
+          {
+            ...udp(8472, "all", "all", `Cilium VXLAN (tunnel mode, IPv${family} underlay)`),
+            family,
+          } as const,
+        ]
+      : []),
     tcp(4240, 4240, "all", "all", "Cilium health checks"),
     tcp(4244, 4244, "all", "all", "Hubble peers"),
     { protocol: "icmp", on: "all", from: "all", what: "Cilium health (ICMP echo)" },
-  ],
-  none: [],
-};
+  ];
+}
+
+/** Each CNI's node-to-node flows. `none`: the operator's CNI, whose ports the program cannot know. */
+function cniRules(cni: "flannel" | "cilium" | "none", cilium?: CiliumRouting): PortRule[] {
+  switch (cni) {
+    case "flannel":
+      return [udp(4789, "all", "all", "flannel VXLAN")];
+    case "cilium":
+      return ciliumRules(cilium ?? { routingMode: "tunnel", underlayProtocol: "ipv4" });
+    case "none":
+      return [];
+  }
+}
 
 /** KubeSpan's WireGuard port: everything between nodes travels inside it. */
 const KUBESPAN_RULE: PortRule = udp(
@@ -62,10 +91,11 @@ const KUBESPAN_RULE: PortRule = udp(
 export function nodePortRules(network: {
   readonly cni: "flannel" | "cilium" | "none";
   readonly connectivity: "single" | "kubespan" | "routed";
+  readonly cilium?: CiliumRouting;
 }): PortRule[] {
   return [
     ...TALOS_AND_KUBERNETES,
-    ...CNI_RULES[network.cni],
+    ...cniRules(network.cni, network.cilium),
     ...(network.connectivity === "kubespan" ? [KUBESPAN_RULE] : []),
   ];
 }

@@ -8,6 +8,7 @@ import {
   nodeNetworks,
   unicastMacs,
 } from "./addresses";
+import { ciliumRouting } from "./cilium";
 import { plainTextCredentials, proxmoxEndpoint } from "./credentials";
 import { endpoint } from "./endpoint";
 import { architectureExtensions, imageFactory, proxmoxImage } from "./images";
@@ -54,6 +55,7 @@ export const RULES: readonly Rule[] = [
   services,
   connectivity,
   routedSites,
+  ciliumRouting,
   kubeletFamily,
   applyMode,
   proxmoxImage,

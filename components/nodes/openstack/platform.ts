@@ -15,7 +15,7 @@ export interface OpenstackPlatformArgs {
   /** The control planes' VIP, when they share one. */
   readonly vip?: string;
   /** CNI, connectivity and sites: which node-to-node flows the security groups let in, from where. */
-  readonly network: Pick<ClusterSpec["network"], "cni" | "connectivity">;
+  readonly network: Pick<ClusterSpec["network"], "cni" | "connectivity" | "cilium">;
   /** The other sites, whose prefixes are let in when routed. */
   readonly otherSites: readonly SiteSpec[];
   /** True when a control plane runs on OpenStack (the control-plane group then exists). */
@@ -48,17 +48,21 @@ function ruleArgs(
     "prefix" in remote
       ? [(parseCidr(remote.prefix)?.family ?? ipFamily(remote.prefix)) === 6 ? "IPv6" : "IPv4"]
       : ETHERTYPES;
-  return ethertypes.map((ethertype) => {
-    const type = ethertype as "IPv4" | "IPv6";
-    return {
-      ethertype: type,
-      args: {
-        protocol: protocolOf(rule, type),
-        ...ports,
-        ...("prefix" in remote ? { remoteIpPrefix: remote.prefix } : {}),
-      },
-    };
-  });
+  // A flow of one family (Cilium's VXLAN underlay) is let in from that family's sources only.
+  const family = rule.family && (rule.family === 6 ? "IPv6" : "IPv4");
+  return ethertypes
+    .filter((e) => !family || e === family)
+    .map((ethertype) => {
+      const type = ethertype as "IPv4" | "IPv6";
+      return {
+        ethertype: type,
+        args: {
+          protocol: protocolOf(rule, type),
+          ...ports,
+          ...("prefix" in remote ? { remoteIpPrefix: remote.prefix } : {}),
+        },
+      };
+    });
 }
 
 /**
