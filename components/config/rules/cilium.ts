@@ -10,16 +10,19 @@ import type { Rule } from "./rule";
 export const ciliumRouting: Rule = (input, problems) => {
   const { cluster, nodes, oci, openstack } = input;
   const network = cluster?.network;
-  const cilium = network?.cilium;
-  if (!network || !cilium) return;
+  if (!network) return;
   const at = ["cluster", "network", "cilium"];
   if ((network.cni ?? "flannel") !== "cilium") {
-    problems.add(at, "is for cni: cilium", {
-      got: network.cni ?? "flannel",
-      hint: "Set cluster.network.cni: cilium, or remove cluster.network.cilium",
-    });
+    if (network.cilium) {
+      problems.add(at, "is for cni: cilium", {
+        got: network.cni ?? "flannel",
+        hint: "Set cluster.network.cni: cilium, or remove cluster.network.cilium",
+      });
+    }
     return;
   }
+  // Absent: Cilium's defaults (tunnel mode, IPv4 underlay), checked all the same.
+  const cilium = network.cilium ?? {};
   const sites = new Map<string, string[] | undefined>();
   for (const { node } of nodes) {
     const site = siteOf(node, oci, openstack);
