@@ -49,20 +49,18 @@ function ruleArgs(
       ? [(parseCidr(remote.prefix)?.family ?? ipFamily(remote.prefix)) === 6 ? "IPv6" : "IPv4"]
       : ETHERTYPES;
   // A flow of one family (Cilium's VXLAN underlay) is let in from that family's sources only.
-  const family = rule.family && (rule.family === 6 ? "IPv6" : "IPv4");
-  return ethertypes
-    .filter((e) => !family || e === family)
-    .map((ethertype) => {
-      const type = ethertype as "IPv4" | "IPv6";
-      return {
-        ethertype: type,
-        args: {
-          protocol: protocolOf(rule, type),
-          ...ports,
-          ...("prefix" in remote ? { remoteIpPrefix: remote.prefix } : {}),
-        },
-      };
-    });
+  const wanted = ethertypes.filter((e) => !rule.family || e === `IPv${rule.family}`);
+  return wanted.map((ethertype) => {
+    const type = ethertype as "IPv4" | "IPv6";
+    return {
+      ethertype: type,
+      args: {
+        protocol: protocolOf(rule, type),
+        ...ports,
+        ...("prefix" in remote ? { remoteIpPrefix: remote.prefix } : {}),
+      },
+    };
+  });
 }
 
 /**
