@@ -140,3 +140,32 @@ describe("the flow table managed firewalls are built from", () => {
     assert.deepEqual(flowFamilies(tcp, { prefix: "192.0.2.1" }), [4]);
   });
 });
+
+describe("node-to-node flows with Cilium (components/net/firewall.ts)", () => {
+  const vxlan = (routing?: Parameters<typeof nodePortRules>[0]["cilium"]) =>
+    nodePortRules({ cni: "cilium", connectivity: "routed", cilium: routing }).filter(
+      (r) => r.protocol === "udp" && r.ports?.from === 8472,
+    );
+
+  it("opens VXLAN in tunnel mode for the underlay's family only (Cilium's default: IPv4)", () => {
+    assert.deepEqual(
+      vxlan().map((r) => r.family),
+      [4],
+    );
+    assert.deepEqual(
+      vxlan({ routingMode: "tunnel", underlayProtocol: "ipv6" }).map((r) => r.family),
+      [6],
+    );
+  });
+
+  it("opens no VXLAN with native routing, and keeps health and Hubble", () => {
+    const rules = nodePortRules({
+      cni: "cilium",
+      connectivity: "routed",
+      cilium: { routingMode: "native", underlayProtocol: "ipv4" },
+    });
+    assert.equal(rules.filter((r) => r.ports?.from === 8472).length, 0);
+    assert.ok(rules.some((r) => r.ports?.from === 4240));
+    assert.ok(rules.some((r) => r.ports?.from === 4244));
+  });
+});

@@ -8,7 +8,7 @@ import { parse, parseAllDocuments } from "yaml";
 import { validatePlatformConfig } from "../components/config/validate";
 import { jwksFromSigningKey, keyId } from "../components/gcp/jwks";
 import { imageDisplayName } from "../components/nodes/oci/platform";
-import { clone, cloudCluster, validTalos113, withServices } from "./fixtures";
+import { clone, cloudCluster, proxmoxCluster, validTalos113, withServices } from "./fixtures";
 import { isSecret, readStackFile, runFoundation, STACK_SECRETS, StackValues } from "./harness";
 import type { RecordedResource } from "./mocks";
 
@@ -110,7 +110,7 @@ describe("firewalls the program manages (OpenStack security groups)", () => {
     assert.deepEqual(ports("os-2"), ["secgroup-demo-nodes"]);
   });
 
-  it("opens Cilium's ports instead of flannel's", async () => {
+  it("opens Cilium's ports instead of flannel's, VXLAN over Cilium's default IPv4 underlay only", async () => {
     const { recorder } = await run(cloudCluster, (v) => (v.cluster.network.cni = "cilium"));
     const cni = rulesOf(recorder, "demo-nodes").filter((r) => r[3] === "demo-nodes");
     assert.deepEqual(cni, [
@@ -121,8 +121,40 @@ describe("firewalls the program manages (OpenStack security groups)", () => {
       ["IPv6", "ipv6-icmp", 128, "demo-nodes"],
       ["IPv6", "tcp", 4240, "demo-nodes"],
       ["IPv6", "tcp", 4244, "demo-nodes"],
+    ]);
+    const vxlan = rulesOf(recorder, "demo-nodes").filter((r) => r[2] === 8472);
+    assert.deepEqual(
+      vxlan,
+      [
+        ["IPv4", "udp", 8472, "198.51.100.21/32"],
+        ["IPv4", "udp", 8472, "198.51.100.22/32"],
+        ["IPv4", "udp", 8472, "198.51.100.23/32"],
+        ["IPv4", "udp", 8472, "192.0.2.11/32"],
+        ["IPv4", "udp", 8472, "192.0.2.12/32"],
+        ["IPv4", "udp", 8472, "192.0.2.13/32"],
+        ["IPv4", "udp", 8472, "demo-nodes"],
+      ].sort(),
+    );
+  });
+
+  it("opens Cilium's VXLAN from the sites' IPv6 prefixes only with an IPv6 underlay", async () => {
+    const { recorder } = await run(cloudCluster, (v) => {
+      v.cluster.network.cni = "cilium";
+      v.cluster.network.cilium = { underlayProtocol: "ipv6" };
+      v.cluster.sites = {
+        proxmox: { cidrs: ["2001:db8:100::/48", "192.0.2.0/24"] },
+        "oci-eu-frankfurt-1": { cidrs: ["2001:db8:400::/56"] },
+        openstack: { cidrs: ["2001:db8:500::/56"] },
+      };
+    });
+    const vxlan = rulesOf(recorder, "demo-nodes").filter((r) => r[2] === 8472);
+    assert.deepEqual(vxlan, [
+      ["IPv6", "udp", 8472, "2001:db8:100::/48"],
+      ["IPv6", "udp", 8472, "2001:db8:400::/56"],
       ["IPv6", "udp", 8472, "demo-nodes"],
     ]);
+    const rules = rulesOf(recorder, "demo-nodes").map((r) => r.join());
+    assert.ok(rules.includes("IPv4,tcp,10250,192.0.2.0/24"), "other flows keep both families");
   });
 
   it("with KubeSpan opens its WireGuard port to every peer and nothing else to other sites", async () => {
@@ -558,7 +590,16 @@ describe("prod over four sites", () => {
     // The OpenStack group lets the other sites' prefixes in, and 51820 nowhere (routed, not KubeSpan).
     const rules = rulesOf(recorder, "prod-nodes").map((r) => r.join());
     assert.ok(rules.includes("IPv6,tcp,10250,2001:db8:100::/48"));
+    // Cilium's VXLAN travels over IPv6 (tunnel mode, IPv6 underlay): from the sites' IPv6 prefixes.
     assert.ok(rules.includes("IPv6,udp,8472,2001:db8:300::/56"));
+    assert.ok(rules.includes("IPv6,udp,8472,2001:db8:100::/48"));
+    assert.ok(!rules.some((r) => r.startsWith("IPv4,udp,8472")), "no IPv4 underlay");
+    assert.deepEqual(spec.cluster.network.cilium, {
+      routingMode: "tunnel",
+      underlayProtocol: "ipv6",
+      podRangesRoutedBetweenSites: false,
+      denyPodMetadataAccess: true,
+    });
     assert.ok(!rules.some((r) => r.includes("51820")));
     const documents = documentsOf(recorder, "prod-oci-1");
     assert.equal(
@@ -566,5 +607,77 @@ describe("prod over four sites", () => {
       false,
       "the OCI nodes keep OCI's resolvers",
     );
+  });
+});
+
+describe("pods kept off the cloud metadata service (cni: cilium)", () => {
+  /** The policy objects in a node's inline manifests, by manifest name. */
+  function inlinePolicies(recorder: any, hostname: string): Map<string, any[]> {
+    const manifests = documentsOf(recorder, hostname).flatMap(
+      (d) => (d?.cluster?.inlineManifests ?? []) as { name: string; contents: string }[],
+    );
+    return new Map(
+      manifests.map((m) => [m.name, parseAllDocuments(m.contents).map((d) => d.toJS())]),
+    );
+  }
+
+  it("applies, from the control planes, a clusterwide policy denying every pod 169.254.169.254 and nothing else", async () => {
+    const { recorder } = await run(cloudCluster, (v) => (v.cluster.network.cni = "cilium"));
+    const policies = inlinePolicies(recorder, "cp-1");
+    const [policy, ...more] = policies.get("zz-talos-platform-deny-pod-metadata") ?? [];
+    assert.deepEqual(more, []);
+    assert.equal(policy.apiVersion, "cilium.io/v2");
+    assert.equal(policy.kind, "CiliumClusterwideNetworkPolicy");
+    assert.deepEqual(
+      policy.spec.endpointSelector,
+      {},
+      "every pod (host-network ones are not endpoints)",
+    );
+    assert.deepEqual(policy.spec.egressDeny, [{ toCIDR: ["169.254.169.254/32"] }]);
+    assert.deepEqual(
+      policy.spec.enableDefaultDeny,
+      { egress: false, ingress: false },
+      "a deny-only policy would otherwise put every pod into default-deny egress",
+    );
+    assert.equal(policy.spec.egress, undefined);
+    assert.equal(policy.spec.ingress, undefined);
+    // Talos applies manifests in ID order and stops at a kind not registered yet: after Cilium's URL.
+    assert.ok("99-zz-talos-platform-deny-pod-metadata" > "99-https://raw.githubusercontent.com/");
+    for (const worker of ["oci-1", "os-1"])
+      assert.equal(
+        inlinePolicies(recorder, worker).size,
+        0,
+        `${worker}: workers apply no manifests`,
+      );
+    const cp = documentsOf(recorder, "cp-1").filter((d) => d?.cluster?.inlineManifests);
+    for (const document of cp)
+      assert.ok(validateTalos(document), JSON.stringify(validateTalos.errors));
+  });
+
+  it("leaves it out when the stack opts out, without cloud nodes, and with flannel", async () => {
+    const optOut = await run(cloudCluster, (v) => {
+      v.cluster.network.cni = "cilium";
+      v.cluster.network.cilium = { denyPodMetadataAccess: false };
+    });
+    assert.equal(inlinePolicies(optOut.recorder, "cp-1").size, 0);
+    const homeOnly = await run(proxmoxCluster, (v) => (v.cluster.network.cni = "cilium"));
+    assert.equal(inlinePolicies(homeOnly.recorder, "cp-1").size, 0);
+    const opted = await run(proxmoxCluster, (v) => {
+      v.cluster.network.cni = "cilium";
+      v.cluster.network.cilium = { denyPodMetadataAccess: true };
+    });
+    assert.equal(inlinePolicies(opted.recorder, "cp-1").size, 1, "asked for without cloud nodes");
+    const flannel = await run(cloudCluster, () => {});
+    assert.equal(inlinePolicies(flannel.recorder, "cp-1").size, 0);
+  });
+
+  it("is in prod's control-plane configs", async () => {
+    const { recorder } = await runFoundation(readStackFile("prod"), {
+      stack: "prod",
+      secrets: STACK_SECRETS,
+    });
+    const policies = inlinePolicies(recorder, "prod-cp-1");
+    assert.ok(policies.has("zz-talos-platform-deny-pod-metadata"));
+    assert.ok(policies.has("flux-system-sync"), "beside the Flux handoff's");
   });
 });

@@ -4,6 +4,7 @@ import { stringify } from "yaml";
 import { enablesServingCertRotation, SERVING_CERT_APPROVER_MANIFEST } from "../talos/servingCerts";
 import { canonicalIp, deriveMac, fqdn, hostPort, hostPrefix, ipFamily } from "../net";
 import type {
+  CiliumSpec,
   ClusterSpec,
   NodeNetworkSpec,
   NodeSpec,
@@ -165,6 +166,20 @@ function normalizeSites(
   return sites;
 }
 
+/** The Cilium settings, with Cilium's defaults; the metadata deny is on when a node is in a cloud. */
+function normalizeCilium(
+  cilium: NonNullable<RawCluster["network"]>["cilium"],
+  nodes: readonly RawNode[],
+): CiliumSpec {
+  const cloud = nodes.some((n) => n.platform === "oci" || n.platform === "openstack");
+  return {
+    routingMode: cilium?.routingMode ?? "tunnel",
+    underlayProtocol: cilium?.underlayProtocol ?? "ipv4",
+    podRangesRoutedBetweenSites: cilium?.podRangesRoutedBetweenSites ?? false,
+    denyPodMetadataAccess: cilium?.denyPodMetadataAccess ?? cloud,
+  };
+}
+
 /** The cluster-wide settings; `nodes` are the parsed nodes (their sites and roles count). */
 export function normalizeCluster(
   complete: CompleteCluster,
@@ -199,6 +214,9 @@ export function normalizeCluster(
       cni: network.cni ?? "flannel",
       kubeProxy: network.kubeProxy ?? true,
       connectivity: complete.connectivity,
+      ...((network.cni ?? "flannel") === "cilium"
+        ? { cilium: normalizeCilium(network.cilium, nodes) }
+        : {}),
     },
     sites: normalizeSites(cluster, nodes, oci, openstack),
     rollout: { maxUnavailableWorkers: cluster.rollout?.maxUnavailableWorkers ?? 1 },

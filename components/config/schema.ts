@@ -74,6 +74,8 @@ const CONNECTIVITY = ["kubespan", "routed"] as const;
 
 /** CNIs the program knows the ports of; `none` leaves the CNI (and its ports) to the operator. */
 const CNIS = ["flannel", "cilium", "none"] as const;
+const CILIUM_ROUTING_MODES = ["tunnel", "native"] as const;
+const CILIUM_UNDERLAYS = ["ipv4", "ipv6"] as const;
 
 /** Image Factory formats of the Proxmox `nocloud` image (see components/nodes/proxmox/imageFormat.ts). */
 const PROXMOX_IMAGE_FORMATS = ["qcow2", "raw", "raw.zst", "raw.gz"] as const;
@@ -287,6 +289,31 @@ export const clusterSchema = z.strictObject({
       /** How the sites reach each other; required when nodes are at more than one site. */
       connectivity: z
         .enum(CONNECTIVITY, { error: `expected one of ${CONNECTIVITY.join(", ")}` })
+        .optional(),
+      /**
+       * With `cni: cilium`: how the Cilium you install routes pods (the firewalls and validation follow
+       * it), and the policy the program adds (docs/platforms.md: Cilium).
+       */
+      cilium: z
+        .strictObject({
+          /** Cilium's `routingMode`. @default "tunnel" */
+          routingMode: z
+            .enum(CILIUM_ROUTING_MODES, {
+              error: `expected one of ${CILIUM_ROUTING_MODES.join(", ")}`,
+            })
+            .optional(),
+          /** Cilium's `underlayProtocol`: the node-address family VXLAN travels over (tunnel). @default "ipv4" */
+          underlayProtocol: z
+            .enum(CILIUM_UNDERLAYS, { error: `expected one of ${CILIUM_UNDERLAYS.join(", ")}` })
+            .optional(),
+          /** You route the pod ranges between sites (native routing over several sites). @default false */
+          podRangesRoutedBetweenSites: z.boolean().optional(),
+          /**
+           * A CiliumClusterwideNetworkPolicy denying pods the cloud metadata service (169.254.169.254),
+           * which serves cloud nodes' machine configs. @default true when a node is on OCI or OpenStack
+           */
+          denyPodMetadataAccess: z.boolean().optional(),
+        })
         .optional(),
     })
     .optional(),

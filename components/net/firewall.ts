@@ -2,9 +2,9 @@
 // nodes. Firewalls the program manages are built from it, and docs/platforms.md lists the same
 // table for the ones it does not manage. Pure. Ports from Talos' constants (apid 50000, trustd 50001,
 // kubelet 10250, etcd 2379-2380, KubeSpan 51820), Talos' flannel manifest (VXLAN 4789) and Cilium's
-// system requirements (VXLAN 8472, health 4240 and ICMP echo, Hubble 4244). ICMP from IANA's
-// registries: IPv4 type 3 code 4 (fragmentation needed) and ICMPv6 type 2 (packet too big) for path
-// MTU discovery, ICMPv6 133-136 for neighbour discovery (RFC 4861).
+// system requirements (VXLAN 8472 in tunnel mode, health 4240 and ICMP echo, Hubble 4244). ICMP
+// from IANA's registries: IPv4 type 3 code 4 (fragmentation needed) and ICMPv6 type 2 (packet too
+// big) for path MTU discovery, ICMPv6 133-136 for neighbour discovery (RFC 4861).
 import type { SiteSpec } from "../spec/types";
 import { ipFamily, parseCidr } from "./addresses";
 
@@ -35,6 +35,8 @@ export interface PortRule {
   readonly from: NodeSet | "anywhere";
   /** Short description (the firewall rule's). */
   readonly what: string;
+  /** Only sources of this IP family (Cilium's VXLAN travels over one underlay family); absent: both. */
+  readonly family?: 4 | 6;
 }
 
 const tcp = (from: number, to: number, on: NodeSet, source: PortRule["from"], what: string) =>
@@ -51,11 +53,27 @@ const TALOS_AND_KUBERNETES: readonly PortRule[] = [
   tcp(10250, 10250, "all", "controlplane", "kubelet API from the API server"),
 ];
 
-/** Each CNI's node-to-node flows. `none`: the operator's CNI, whose ports the program cannot know. */
-const CNI_RULES: Readonly<Record<"flannel" | "cilium" | "none", readonly PortRule[]>> = {
-  flannel: [udp(4789, "all", "all", "flannel VXLAN")],
-  cilium: [
-    udp(8472, "all", "all", "Cilium VXLAN (tunnel mode)"),
+/** How the Cilium the operator installs routes pods (Cilium's defaults: tunnel, IPv4 underlay). */
+export interface CiliumRouting {
+  readonly routingMode: "tunnel" | "native";
+  readonly underlayProtocol: "ipv4" | "ipv6";
+}
+
+/**
+ * Cilium's node-to-node flows. Tunnel mode: VXLAN between node addresses of the underlay's family
+ * only. Native routing: no VXLAN; pod addresses travel as they are (the network routes them).
+ */
+function ciliumRules(routing: CiliumRouting): PortRule[] {
+  const family = routing.underlayProtocol === "ipv6" ? 6 : 4;
+  return [
+    ...(routing.routingMode === "tunnel"
+      ? [
+          {
+            ...udp(8472, "all", "all", `Cilium VXLAN (tunnel mode, IPv${family} underlay)`),
+            family,
+          } as const,
+        ]
+      : []),
     tcp(4240, 4240, "all", "all", "Cilium health checks"),
     tcp(4244, 4244, "all", "all", "Hubble peers"),
     {
@@ -65,9 +83,20 @@ const CNI_RULES: Readonly<Record<"flannel" | "cilium" | "none", readonly PortRul
       from: "all",
       what: "Cilium health (ICMP echo)",
     },
-  ],
-  none: [],
-};
+  ];
+}
+
+/** Each CNI's node-to-node flows. `none`: the operator's CNI, whose ports the program cannot know. */
+function cniRules(cni: "flannel" | "cilium" | "none", cilium?: CiliumRouting): PortRule[] {
+  switch (cni) {
+    case "flannel":
+      return [udp(4789, "all", "all", "flannel VXLAN")];
+    case "cilium":
+      return ciliumRules(cilium ?? { routingMode: "tunnel", underlayProtocol: "ipv4" });
+    case "none":
+      return [];
+  }
+}
 
 /** KubeSpan's WireGuard port: everything between nodes travels inside it. */
 const KUBESPAN_RULE: PortRule = udp(
@@ -114,10 +143,11 @@ export const ICMP_RULES: readonly PortRule[] = [
 export function nodePortRules(network: {
   readonly cni: "flannel" | "cilium" | "none";
   readonly connectivity: "single" | "kubespan" | "routed";
+  readonly cilium?: CiliumRouting;
 }): PortRule[] {
   return [
     ...TALOS_AND_KUBERNETES,
-    ...CNI_RULES[network.cni],
+    ...cniRules(network.cni, network.cilium),
     ...(network.connectivity === "kubespan" ? [KUBESPAN_RULE] : []),
     ...ICMP_RULES,
   ];
@@ -174,14 +204,16 @@ export function allowedFlows(args: {
 }
 
 /**
- * The IP families a flow from a remote is opened for: a prefix's own family, both for a group; an
- * ICMP flow only where it names a message of that family.
+ * The IP families a flow from a remote is opened for: a prefix's own family, both for a group; a
+ * flow of one family (Cilium's VXLAN underlay) only in it; an ICMP flow only where it names a
+ * message of that family.
  */
 export function flowFamilies(rule: PortRule, remote: Remote): (4 | 6)[] {
-  const families: (4 | 6)[] =
+  const families = (
     "prefix" in remote
       ? [(parseCidr(remote.prefix)?.family ?? ipFamily(remote.prefix)) === 6 ? 6 : 4]
-      : [4, 6];
+      : [4, 6]
+  ).filter((family): family is 4 | 6 => !rule.family || family === rule.family);
   if (rule.protocol !== "icmp") return families;
   return families.filter((family) => (family === 4 ? rule.icmp?.v4 : rule.icmp?.v6) !== undefined);
 }

@@ -183,6 +183,18 @@ export interface SiteSpec {
   readonly controlPlaneCidrs: readonly string[];
 }
 
+/** What the program knows of the Cilium you install (`cni: cilium`). */
+export interface CiliumSpec {
+  /** Cilium's `routingMode`: VXLAN between nodes, or pod addresses routed by the network. */
+  readonly routingMode: "tunnel" | "native";
+  /** Cilium's `underlayProtocol`: the node-address family VXLAN travels over. */
+  readonly underlayProtocol: "ipv4" | "ipv6";
+  /** The operator routes the pod ranges between sites. */
+  readonly podRangesRoutedBetweenSites: boolean;
+  /** Control planes apply a policy denying pods the cloud metadata service. */
+  readonly denyPodMetadataAccess: boolean;
+}
+
 /** Cluster-wide settings. */
 export interface ClusterSpec {
   readonly name: string;
@@ -209,6 +221,8 @@ export interface ClusterSpec {
     readonly kubeProxy: boolean;
     /** How the sites reach each other; `single` when every node is at one site. */
     readonly connectivity: Connectivity;
+    /** With `cni: cilium`: how the Cilium you install routes pods, and the policy the program adds. */
+    readonly cilium?: CiliumSpec;
   };
   /** Every site with a node, by name, with its settings. */
   readonly sites: Readonly<Record<string, SiteSpec>>;

@@ -4,6 +4,7 @@
 import { parseAllDocuments, stringify } from "yaml";
 import { hostPrefix, ipFamily } from "../net/addresses";
 import type { ClusterSpec, NodeNetworkSpec, NodeResolvers, NodeSpec } from "../spec/types";
+import { metadataDenyPatch } from "./metadataDeny";
 
 /** One config document or v1alpha1 fragment. */
 export type ConfigDocument = Record<string, unknown>;
@@ -305,6 +306,9 @@ export function nodeDocuments(
   // Talos applies extraManifests from the control planes (appending lists of several patches).
   if (node.role === "controlplane" && cluster.servingCertApprover)
     documents.push({ cluster: { extraManifests: [cluster.servingCertApprover] } });
+  // Control planes apply the cluster's manifests: the policy keeping pods off the metadata service.
+  if (node.role === "controlplane" && cluster.network.cilium?.denyPodMetadataAccess)
+    documents.push(metadataDenyPatch());
   const advertised = etcdAdvertisedAddress(node);
   if (
     advertised !== undefined &&

@@ -9,6 +9,7 @@ import {
   publicMaintenance,
   unicastMacs,
 } from "./addresses";
+import { ciliumRouting } from "./cilium";
 import { plainTextCredentials, proxmoxEndpoint } from "./credentials";
 import { endpoint } from "./endpoint";
 import { architectureExtensions, imageFactory, proxmoxImage } from "./images";
@@ -60,6 +61,7 @@ export const RULES: readonly Rule[] = [
   services,
   connectivity,
   routedSites,
+  ciliumRouting,
   kubeletFamily,
   applyMode,
   proxmoxImage,

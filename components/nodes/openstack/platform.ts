@@ -20,7 +20,7 @@ export interface OpenstackPlatformArgs {
   /** The control planes' VIP, when they share one. */
   readonly vip?: string;
   /** CNI, connectivity and sites: which node-to-node flows the security groups let in, from where. */
-  readonly network: Pick<ClusterSpec["network"], "cni" | "connectivity">;
+  readonly network: Pick<ClusterSpec["network"], "cni" | "connectivity" | "cilium">;
   /** The other sites, whose prefixes are let in when routed. */
   readonly otherSites: readonly SiteSpec[];
   /** True when a control plane runs on OpenStack (the control-plane group then exists). */
