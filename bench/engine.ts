@@ -250,12 +250,13 @@ const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / Math.max(
 const max = (values: number[]) => Math.max(0, ...values);
 
 function rollRow(name: string, r: SizeResult, roll: Roll | undefined): string[] {
-  if (!roll) return [String(r.size), name, "-", "-", "-", "-", "-", "-", "-"];
+  if (!roll) return [String(r.size), name, "-", "-", "-", "-", "-", "-", "-", "-"];
   const steps = roll.steps;
   return [
     String(r.size),
     name,
     seconds(roll.ms),
+    seconds(roll.ms - steps.reduce((sum, s) => sum + s.wallMs, 0)),
     `${steps.length} / ${expectedSteps(CONTROL_PLANES, r.workers, BATCH)}`,
     seconds(mean(steps.map((s) => s.wallMs))),
     seconds(mean(steps.map((s) => s.toolMs))),
@@ -293,11 +294,22 @@ function report(results: SizeResult[]): void {
   ]);
   console.log("");
   table([
-    ["nodes", "roll", "wall", "steps / goal", "per step", "tools", "calls", "CLI", "CLI max"],
+    [
+      "nodes",
+      "roll",
+      "wall",
+      "outside steps",
+      "steps / goal",
+      "per step",
+      "tools",
+      "calls",
+      "CLI",
+      "CLI max",
+    ],
     ...results.flatMap((r) => [rollRow("rollout", r, r.rollout), rollRow("upgrade", r, r.upgrade)]),
   ]);
   console.log(
-    "  (per step: mean wall time; tools: time talosctl or kubectl ran; CLI: the rest, the CLI's own work and its poll sleeps)",
+    "  (outside steps: the command's start, preflight, snapshot and end; per step: mean wall time; tools: time talosctl or kubectl ran; calls: their number; CLI: the rest, the CLI's own work and its poll sleeps)",
   );
 
   console.log("\ngoals (figures, not verdicts):");
