@@ -215,6 +215,15 @@ async function benchSize(size: number, index: number): Promise<SizeResult> {
     };
     const preview = await timed(["preview", env]);
     result.preview = { ...preview, changes: changeCount(preview.run.events) };
+    // What a no-change preview still plans (expected: nothing), named.
+    const planned = preview.run.events.flatMap((e) =>
+      e.resourcePreEvent && e.resourcePreEvent.metadata.op !== "same"
+        ? [
+            `${e.resourcePreEvent.metadata.op} ${e.resourcePreEvent.metadata.urn.split("::").at(-1)}`,
+          ]
+        : [],
+    );
+    if (planned.length > 0) console.log(`    preview plans: ${planned.join(", ")}`);
 
     const text = fs.readFileSync(stackFile, "utf8");
     const config = parse(text) as { config: Record<string, Record<string, unknown>> };
