@@ -69,11 +69,11 @@ interface SizeResult {
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const load = () => Number(os.loadavg()[0].toFixed(1));
 
-/** Counts from the run's summary event: every operation but `same`. */
+/** Counts from the run's summary event: every operation but `same` and `read` (a read changes nothing). */
 function changeCount(events: readonly EngineEvent[], op?: string): number {
   const changes = events.find((e) => e.summaryEvent)?.summaryEvent?.resourceChanges ?? {};
   return Object.entries(changes)
-    .filter(([kind]) => (op ? kind === op : kind !== "same"))
+    .filter(([kind]) => (op ? kind === op : kind !== "same" && kind !== "read"))
     .reduce((sum, [, n]) => sum + (n ?? 0), 0);
 }
 
