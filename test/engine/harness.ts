@@ -90,15 +90,28 @@ export class EngineSandbox {
 
   /**
    * Runs the project's CLI in this process with the sandbox's environment, as `npm run platform --
-   * <argv>` would, recording every engine event it receives.
+   * <argv>` would, recording every engine event it receives. `stdout` also receives what it prints
+   * as it prints it (the engine benchmark times the progress lines).
    */
-  async cli(argv: readonly string[], extraEnv: Record<string, string> = {}): Promise<CliRun> {
+  async cli(
+    argv: readonly string[],
+    extraEnv: Record<string, string> = {},
+    tee?: { readonly stdout?: (text: string) => void },
+  ): Promise<CliRun> {
     const env = { ...this.env, ...extraEnv };
     const events: EngineEvent[] = [];
     const saved = { ...process.env };
     // The Automation API hands process.env to the Pulumi CLI it spawns.
     replaceEnv(env);
     const stdout = new MemorySink();
+    if (tee?.stdout) {
+      const write = stdout.write.bind(stdout);
+      const forward = tee.stdout;
+      stdout.write = (text: string) => {
+        write(text);
+        forward(text);
+      };
+    }
     const stderr = new MemorySink();
     const factory = localWorkspaceFactory({ homeDir: this.dir });
     const ctx: CliContext = {
