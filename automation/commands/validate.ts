@@ -8,9 +8,12 @@ import {
   type Layer,
   type LayerName,
   listEnvironments,
+  misnamedStackFileError,
+  misnamedStackFiles,
   requireEnvironment,
   resolveLayer,
   selectLayers,
+  stackFileArgument,
 } from "../layers";
 import {
   type StackCheck,
@@ -42,17 +45,47 @@ export function offlineCheck(ctx: CliContext, layer: Layer, env: string): StackC
   });
 }
 
+/**
+ * The stack name of an argument: a stack file's name (`Pulumi.dev.yaml`, what a shell completes) is
+ * taken as its stack; a `.yml` one is refused with the rename, since Pulumi would never read it.
+ */
+function stackName(layers: readonly Layer[], argument: string): string {
+  const file = stackFileArgument(argument);
+  if (file === undefined) return argument;
+  if (file.extension === "yml") {
+    const layer = layers.find((candidate) =>
+      misnamedStackFiles(candidate).includes(`Pulumi.${file.env}.yml`),
+    );
+    if (layer) throw misnamedStackFileError(layer, `Pulumi.${file.env}.yml`);
+    throw new UserError({
+      what: "environment",
+      problem: "Pulumi reads only stack files named .yaml, and validate takes the stack name",
+      got: JSON.stringify(argument),
+      fix: `Rename the file to Pulumi.${file.env}.yaml and run: npm run platform -- validate ${file.env}`,
+    });
+  }
+  return file.env;
+}
+
 /** The stacks a validate run checks, in layer order. */
 function stacksToCheck(
   repoRoot: string,
   request: ValidateRequest,
 ): { layer: Layer; env: string }[] {
   const layers = selectLayers(repoRoot, request.layer).map((name) => resolveLayer(repoRoot, name));
+  const envs = request.envs.map((argument) => stackName(layers, argument));
   if (request.layer !== "all") {
-    for (const env of request.envs) requireEnvironment(layers[0], env);
+    for (const env of envs) requireEnvironment(layers[0], env);
   } else {
     const known = [...new Set(layers.flatMap(listEnvironments))].sort();
-    const unknown = request.envs.filter((env) => !known.includes(env));
+    const unknown = envs.filter((env) => !known.includes(env));
+    // Only a Pulumi.<env>.yml of that name: the rename, not an init.
+    for (const env of unknown) {
+      const layer = layers.find((candidate) =>
+        misnamedStackFiles(candidate).includes(`Pulumi.${env}.yml`),
+      );
+      if (layer) throw misnamedStackFileError(layer, `Pulumi.${env}.yml`);
+    }
     if (unknown.length > 0) {
       throw new UserError({
         what: "environment",
@@ -67,7 +100,7 @@ function stacksToCheck(
   }
   return layers.flatMap((layer) =>
     listEnvironments(layer)
-      .filter((env) => request.envs.length === 0 || request.envs.includes(env))
+      .filter((env) => envs.length === 0 || envs.includes(env))
       .map((env) => ({ layer, env })),
   );
 }

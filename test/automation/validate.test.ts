@@ -213,6 +213,60 @@ describe("validate", () => {
     );
   });
 
+  it("takes a stack file's name for its stack, and refuses a .yml one naming the rename", async () => {
+    const root = makeRepo({
+      foundation: { project: "talos-platform", stacks: { metal: METAL_STACK, home: VM_STACK } },
+    });
+    const byFile = context(root, withPulumi());
+    assert.equal(await runCli(["validate", "Pulumi.metal.yaml"], byFile), ExitCode.ok);
+    assert.match(
+      byFile.stdout.text,
+      /^foundation\/metal \(Pulumi\.metal\.yaml\): ready to preview$/m,
+    );
+    assert.doesNotMatch(byFile.stdout.text, /home/);
+    const byPath = context(root, withPulumi());
+    assert.equal(
+      await runCli(["validate", "./Pulumi.metal.yaml", "--layer", "foundation"], byPath),
+      ExitCode.ok,
+    );
+
+    fs.writeFileSync(path.join(root, "Pulumi.lab.yml"), VM_STACK);
+    for (const argument of ["Pulumi.lab.yml", "lab"]) {
+      const yml = context(root, withPulumi());
+      assert.equal(await runCli(["validate", argument], yml), ExitCode.usage, argument);
+      assert.match(
+        yml.stderr.text,
+        /^Pulumi\.lab\.yml: Pulumi ignores stack files named \.yml.*Rename it to Pulumi\.lab\.yaml/m,
+        argument,
+      );
+      assert.doesNotMatch(yml.stderr.text, /init/, argument);
+    }
+    const missing = context(root, withPulumi());
+    assert.equal(await runCli(["validate", "Pulumi.other.yml"], missing), ExitCode.usage);
+    assert.match(missing.stderr.text, /Rename the file to Pulumi\.other\.yaml.*validate other/);
+  });
+
+  it("never suggests an init of Pulumi.Pulumi.<env>.yaml.yaml: a stack file's name is a stack name", async () => {
+    const root = makeRepo({
+      foundation: { project: "talos-platform", stacks: { metal: METAL_STACK } },
+    });
+    const ctx = context(root);
+    assert.equal(await runCli(["validate", "Pulumi.home.yaml"], ctx), ExitCode.usage);
+    assert.match(ctx.stderr.text, /no stack file Pulumi\.home\.yaml in any layer/);
+    assert.match(ctx.stderr.text, /init home --from/);
+    assert.doesNotMatch(ctx.stderr.text, /Pulumi\.Pulumi/);
+    const init = context(root);
+    assert.equal(await runCli(["init", "Pulumi.home.yaml", "--from", "x"], init), ExitCode.usage);
+    assert.match(
+      init.stderr.text,
+      /^environment: must be the stack name, not its stack file; got "Pulumi\.home\.yaml"\. Pass home: npm run platform -- init home --from x/m,
+    );
+    assert.ok(!fs.existsSync(path.join(root, "Pulumi.Pulumi.home.yaml.yaml")));
+    const preview = context(root);
+    assert.equal(await runCli(["preview", "Pulumi.home.yaml"], preview), ExitCode.usage);
+    assert.match(preview.stderr.text, /must be the stack name, not its stack file.*Pass home/);
+  });
+
   it("needs no engine and writes nothing", async () => {
     const root = makeRepo({ foundation: { project: "talos-platform", stacks: { lab: VM_STACK } } });
     const before = fs.readdirSync(root).sort();
