@@ -21,6 +21,8 @@ import {
 import { ExitCode, type ExitCodeValue, UserError } from "./errors";
 import { type Layer, type LayerName, type StackFile, readStackFile } from "./layers";
 import { stackFileValues } from "../components/config/stackValues";
+import type { PlatformSpec } from "../components/spec/types";
+import { metalIsoUrl, schematicId } from "../components/talos/schematic";
 import type { WorkspaceFactory } from "./workspace";
 
 /** Whether a stack-file value is Pulumi's encrypted form. */
@@ -51,6 +53,8 @@ export interface StackValidation {
   readonly problems: readonly string[];
   /** Valid but worth knowing (what the Talos the nodes run deprecated, say). */
   readonly warnings: readonly string[];
+  /** What to do before `up` (the ISO each bare-metal node boots from). */
+  readonly notes?: readonly string[];
 }
 
 /**
@@ -63,11 +67,11 @@ export function validateStackConfig(input: StackValidationInput): StackValidatio
   try {
     // Called as each layer's loader calls it (components/config: load.ts, bootstrap.ts, app.ts).
     if (layer === "foundation") {
-      const { warnings } = checkPlatformConfig(
+      const { spec, warnings } = checkPlatformConfig(
         { ...values, presentKeys, secretKeys, project },
         stackFile,
       );
-      return { problems: [], warnings };
+      return { problems: [], warnings, notes: bareMetalBootNotes(spec) };
     } else if (layer === "bootstrap") {
       validateBootstrapConfig(values, stackFile, secretKeys, project);
     } else {
@@ -86,6 +90,29 @@ export function validateStackConfig(input: StackValidationInput): StackValidatio
       warnings: [],
     };
   }
+}
+
+/**
+ * The Image Factory ISO each bare-metal node boots from before `up` (it then waits in maintenance
+ * mode for its config), one line per image: the schematic the program registers for the metal
+ * platform and the node's architecture, at the cluster's Talos version.
+ */
+export function bareMetalBootNotes(spec: PlatformSpec): string[] {
+  const byIso = new Map<string, string[]>();
+  for (const node of spec.nodes) {
+    if (node.platform !== "baremetal") continue;
+    const { imageFactory, talosVersion } = spec.cluster;
+    const id = schematicId(imageFactory, "baremetal", node.architecture);
+    const iso =
+      id === undefined
+        ? `the Image Factory's metal-${node.architecture}.iso of the stack's schematic at ${talosVersion} (an extension or kernel argument here needs quoting, so its ID is the Factory's to tell: docs/platforms.md)`
+        : metalIsoUrl(id, talosVersion, node.architecture);
+    byIso.set(iso, [...(byIso.get(iso) ?? []), node.name]);
+  }
+  return [...byIso].map(
+    ([iso, names]) =>
+      `boot before up (each then waits in maintenance mode): ${names.join(", ")} from ${iso}`,
+  );
 }
 
 /** Checks a layer's stack values, as {@link validateStackConfig} does (injectable for tests). */
@@ -196,6 +223,7 @@ export function checkStack(input: {
     ),
   );
   notes.push(...validation.warnings.map((warning) => `warning: ${warning}`));
+  notes.push(...(validation.notes ?? []));
   problems.push(...missing.map((c) => missingCredential(c, bitwarden !== undefined)));
   if (bitwardenSet && !hasExecutable("bws", processEnv)) {
     problems.push(

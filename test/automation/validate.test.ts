@@ -142,6 +142,45 @@ describe("validate", () => {
     assert.equal(withBws.bws, undefined);
   });
 
+  it("prints the Image Factory ISO each bare-metal node boots from before up", async () => {
+    const metal = METAL_STACK.concat(
+      "    - { name: cp-2, role: controlplane, platform: baremetal, baremetal: { address: 192.0.2.12 } }\n",
+      "    - { name: cp-3, role: controlplane, platform: baremetal, baremetal: { address: 192.0.2.13 } }\n",
+    );
+    const withExtensions = metal.replace(
+      "    kubernetesVersion: 1.36.3\n",
+      "    kubernetesVersion: 1.36.3\n    imageFactory: { platformExtensions: { baremetal: [siderolabs/qemu-guest-agent] } }\n",
+    );
+    const root = makeRepo({
+      foundation: {
+        project: "talos-platform",
+        stacks: { metal, ext: withExtensions, lab: VM_STACK },
+      },
+    });
+    const ctx = context(root, { ...withPulumi(), PROXMOX_VE_API_TOKEN: "user@pve!ci=x" });
+    assert.equal(await runCli(["validate"], ctx), ExitCode.ok, ctx.stdout.text + ctx.stderr.text);
+    const vanilla = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba";
+    const agent = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515";
+    const report = ctx.stdout.text;
+    const section = (env: string) =>
+      report.slice(report.indexOf(`foundation/${env} `)).split(/\n(?=\S)/)[0];
+    assert.match(
+      section("metal"),
+      new RegExp(
+        `^ {4}boot before up \\(each then waits in maintenance mode\\): cp-1, cp-2, cp-3 from https://factory\\.talos\\.dev/image/${vanilla}/v1\\.13\\.9/metal-amd64\\.iso$`,
+        "m",
+      ),
+    );
+    assert.match(
+      section("ext"),
+      new RegExp(
+        `: cp-1, cp-2, cp-3 from https://factory\\.talos\\.dev/image/${agent}/v1\\.13\\.9/metal-amd64\\.iso$`,
+        "m",
+      ),
+    );
+    assert.doesNotMatch(section("lab"), /boot before up/, "no bare metal, no ISO");
+  });
+
   it("reports a passphrase the shared backend needs", async () => {
     const shared = METAL_STACK.replace(
       "config:\n",
