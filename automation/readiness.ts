@@ -157,6 +157,51 @@ function missingCredential(credential: Credential, listed: boolean): string {
   );
 }
 
+/** A value as one shell word. */
+function shellWord(value: string): string {
+  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, "'\\''")}'`;
+}
+
+/**
+ * `PULUMI_BACKEND_URL=… [PULUMI_CONFIG_PASSPHRASE_FILE=…] ` for a plain `pulumi` command on the
+ * stack, as the CLI would run it; nothing for what the operator's environment already sets, and
+ * undefined when the backend cannot be told (its own problem is reported).
+ */
+function stackCommandPrefix(input: {
+  readonly processEnv: Env;
+  readonly layer: Layer;
+  readonly stackFile: StackFile;
+  readonly repoRoot: string;
+}): string | undefined {
+  const orNothing = <T>(get: () => T): T | undefined => {
+    try {
+      return get();
+    } catch (error) {
+      if (!(error instanceof UserError)) throw error;
+      return undefined;
+    }
+  };
+  const backend = orNothing(() => chooseBackend({ ...input, env: input.processEnv }));
+  if (backend === undefined) return undefined;
+  // A passphrase the stack needs but nobody set is reported on its own; the backend still helps.
+  const passphrase = orNothing(() =>
+    preparePassphrase({
+      env: input.processEnv,
+      secrets: chooseSecretsProvider(input.stackFile),
+      backend,
+      repoRoot: input.repoRoot,
+      mayCreate: false,
+    }),
+  );
+  const vars = {
+    ...(backend.source === "PULUMI_BACKEND_URL" ? {} : { PULUMI_BACKEND_URL: backend.url }),
+    ...passphrase?.envVars,
+  };
+  return Object.entries(vars)
+    .map(([name, value]) => `${name}=${shellWord(value)} `)
+    .join("");
+}
+
 /** Checks one stack of a layer: config, credentials, state settings. Reads files, writes none. */
 export function checkStack(input: {
   readonly repoRoot: string;
@@ -217,10 +262,20 @@ export function checkStack(input: {
     presentKeys: new Set([...presentKeys, ...runKeys]),
     secretKeys: new Set([...secretKeys, ...runKeys]),
   });
+  // The validation's `pulumi config set --secret` hints, with the stack's backend (and passphrase
+  // file) in front: run bare, the Pulumi CLI would ask for a Pulumi Cloud login instead.
+  const withBackend = stackCommandPrefix({ processEnv, layer, stackFile, repoRoot });
   problems.push(
-    ...validation.problems.filter(
-      (problem) => !covered.some((prefix) => problem.startsWith(prefix)),
-    ),
+    ...validation.problems
+      .filter((problem) => !covered.some((prefix) => problem.startsWith(prefix)))
+      .map((problem) =>
+        withBackend === undefined
+          ? problem
+          : problem.replaceAll(
+              "`pulumi config set --secret ",
+              `\`${withBackend}pulumi config set --secret `,
+            ),
+      ),
   );
   notes.push(...validation.warnings.map((warning) => `warning: ${warning}`));
   notes.push(...(validation.notes ?? []));

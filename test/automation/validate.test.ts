@@ -181,6 +181,50 @@ describe("validate", () => {
     assert.doesNotMatch(section("lab"), /boot before up/, "no bare metal, no ISO");
   });
 
+  it("hints the command that encrypts a plain-text credential with the stack's backend in front", async () => {
+    const plain = VM_STACK.replace(
+      "config:\n",
+      "config:\n  talos-platform:proxmoxApiToken: user@pve!x=plain\n",
+    );
+    const root = makeRepo({ foundation: { project: "talos-platform", stacks: { lab: plain } } });
+    const local = context(root, withPulumi());
+    assert.equal(await runCli(["validate", "lab"], local), ExitCode.usage);
+    assert.match(
+      local.stdout.text,
+      new RegExp(
+        `proxmoxApiToken: is a credential in plain text \\(value not shown\\)\\. Run \`PULUMI_BACKEND_URL=file://${root}/\\.pulumi-state pulumi config set --secret proxmoxApiToken --stack lab\``,
+      ),
+    );
+    // With the generated passphrase, its file too (what the CLI hands the engine).
+    fs.mkdirSync(path.join(root, ".pulumi-state"), { recursive: true });
+    fs.writeFileSync(path.join(root, ".pulumi-state", "passphrase"), "x\n", { mode: 0o600 });
+    const withFile = context(root, withPulumi());
+    await runCli(["validate", "lab"], withFile);
+    assert.match(
+      withFile.stdout.text,
+      new RegExp(
+        `Run \`PULUMI_BACKEND_URL=file://${root}/\\.pulumi-state PULUMI_CONFIG_PASSPHRASE_FILE=${root}/\\.pulumi-state/passphrase pulumi config set --secret proxmoxApiToken --stack lab\``,
+      ),
+    );
+    // A stack file's backend; a PULUMI_BACKEND_URL of the shell is the shell's already.
+    fs.writeFileSync(
+      path.join(root, "Pulumi.lab.yaml"),
+      plain.replace("config:\n", "config:\n  talos-platform:backend: gs://example-state\n"),
+    );
+    const shared = context(root, { ...withPulumi(), PULUMI_CONFIG_PASSPHRASE: "p" });
+    await runCli(["validate", "lab"], shared);
+    assert.match(
+      shared.stdout.text,
+      /Run `PULUMI_BACKEND_URL=gs:\/\/example-state pulumi config set --secret proxmoxApiToken --stack lab`/,
+    );
+    const fromShell = context(root, { ...withPulumi(), PULUMI_BACKEND_URL: "file:///x" });
+    await runCli(["validate", "lab"], fromShell);
+    assert.match(
+      fromShell.stdout.text,
+      /Run `pulumi config set --secret proxmoxApiToken --stack lab`/,
+    );
+  });
+
   it("reports a passphrase the shared backend needs", async () => {
     const shared = METAL_STACK.replace(
       "config:\n",
