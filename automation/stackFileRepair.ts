@@ -150,6 +150,7 @@ function withTopLevelKeys(
     return {
       start: lineStart(text, pair.key.range[0]),
       end: lineEndAfter(text, pair.value.range[1]),
+      value: pair.value.value,
     };
   };
   const edits: { start: number; end: number; text: string }[] = [];
@@ -158,7 +159,13 @@ function withTopLevelKeys(
     if (range === null) return undefined;
     const value = wanted[key];
     if (range) {
-      edits.push({ ...range, text: value === undefined ? "" : topLevelLine(key, value) });
+      // A key the engine left as it was keeps its line (its quoting, its comment).
+      if (value !== undefined && isDeepStrictEqual(range.value, value)) continue;
+      edits.push({
+        start: range.start,
+        end: range.end,
+        text: value === undefined ? "" : topLevelLine(key, value),
+      });
     } else if (value !== undefined) {
       const provider = keyRange("secretsprovider");
       const at = provider ? provider.end : text.length;

@@ -123,6 +123,7 @@ describe("cleaning a stack file", () => {
   it("replaces or drops an existing key on its own line", () => {
     const before = [
       "# top",
+      'secretsprovider: "passphrase" # kept as written',
       "encryptionsalt: v1:old # the salt",
       "config:",
       "  talos-platform:cluster: { name: dev, vip: [192.0.2.1] }",
@@ -131,7 +132,10 @@ describe("cleaning a stack file", () => {
     fs.writeFileSync(file, stringify({ ...parse(before), encryptionsalt: "v1:new" }));
     assert.equal(keepLayout(file, before), "kept");
     assert.equal(fs.readFileSync(file, "utf8"), before.replace("v1:old # the salt", "v1:new"));
-    fs.writeFileSync(file, stringify({ config: parse(before).config }));
+    fs.writeFileSync(
+      file,
+      stringify({ secretsprovider: "passphrase", config: parse(before).config }),
+    );
     assert.equal(keepLayout(file, before), "kept");
     assert.equal(fs.readFileSync(file, "utf8"), before.replace(/^encryptionsalt.*\n/m, ""));
   });
