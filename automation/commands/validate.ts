@@ -3,7 +3,7 @@
 // Exit 0 only when each stack is ready to preview.
 import { probePulumiCli } from "../cliProbe";
 import type { CliContext } from "../context";
-import { type ExitCodeValue, UserError } from "../errors";
+import { ExitCode, type ExitCodeValue, UserError } from "../errors";
 import {
   type Layer,
   type LayerName,
@@ -108,6 +108,15 @@ function stacksToCheck(
 /** Runs `validate`: prints the report, returns 0 when every stack is ready to preview. */
 export function validateStacks(ctx: CliContext, request: ValidateRequest): ExitCodeValue {
   const targets = stacksToCheck(ctx.repoRoot, request);
+  // A Pulumi.<env>.yml among the files checked: meant as a stack, read by nothing.
+  const ignored =
+    request.envs.length > 0
+      ? []
+      : selectLayers(ctx.repoRoot, request.layer).flatMap((name) => {
+          const layer = resolveLayer(ctx.repoRoot, name);
+          return misnamedStackFiles(layer).map((file) => misnamedStackFileError(layer, file));
+        });
+  if (targets.length === 0 && ignored.length > 0) throw ignored[0];
   if (targets.length === 0) {
     throw new UserError({
       what: "validate",
@@ -119,5 +128,6 @@ export function validateStacks(ctx: CliContext, request: ValidateRequest): ExitC
   const checks: StackCheck[] = targets.map(({ layer, env }) => offlineCheck(ctx, layer, env));
   const cli = probePulumiCli(ctx.env);
   ctx.stdout.write(formatReadiness("validate", checks, cli));
-  return readinessExitCode(checks, cli);
+  for (const error of ignored) ctx.stdout.write(`ignored: ${error.message}\n`);
+  return ignored.length > 0 ? ExitCode.usage : readinessExitCode(checks, cli);
 }

@@ -324,6 +324,14 @@ describe("validate", () => {
       );
       assert.doesNotMatch(yml.stderr.text, /init/, argument);
     }
+    // Every stack file checked: the .yml one is named with its rename, and counts as a problem.
+    const all = context(root, withPulumi());
+    assert.equal(await runCli(["validate", "--layer", "foundation"], all), ExitCode.usage);
+    assert.match(all.stdout.text, /^foundation\/metal \(Pulumi\.metal\.yaml\): ready to preview$/m);
+    assert.match(
+      all.stdout.text,
+      /^ignored: Pulumi\.lab\.yml: Pulumi ignores stack files named \.yml.*Rename it to Pulumi\.lab\.yaml/m,
+    );
     const missing = context(root, withPulumi());
     assert.equal(await runCli(["validate", "Pulumi.other.yml"], missing), ExitCode.usage);
     assert.match(missing.stderr.text, /Rename the file to Pulumi\.other\.yaml.*validate other/);
