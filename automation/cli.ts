@@ -186,7 +186,7 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
   program
     .command("validate")
     .description(
-      "check stack files, credentials and the Pulumi CLI offline, every problem at once; exit 0 when ready to preview",
+      "check stack files, credentials and the Pulumi CLI offline, every problem at once; exit 0 when ready to preview, 2 with problems, 5 when only the Pulumi CLI is missing",
     )
     .argument("[env...]", "environments to check (default: every stack file of the layers)")
     .addOption(layerOption(true, "all"))

@@ -103,8 +103,19 @@ export function misnamedStackFiles(layer: Layer): string[] {
     .sort();
 }
 
+/**
+ * A stack file's name given where a stack name belongs (`Pulumi.dev.yaml`, `./app/Pulumi.dev.yml`):
+ * its stack name and extension.
+ */
+export function stackFileArgument(
+  argument: string,
+): { readonly env: string; readonly extension: "yaml" | "yml" } | undefined {
+  const match = /^(?:.*[\\/])?Pulumi\.(.+)\.(yaml|yml)$/.exec(argument);
+  return match ? { env: match[1], extension: match[2] as "yaml" | "yml" } : undefined;
+}
+
 /** The error for a `Pulumi.<env>.yml` the engine would ignore. */
-function misnamedStackFileError(layer: Layer, file: string): UserError {
+export function misnamedStackFileError(layer: Layer, file: string): UserError {
   const env = MISNAMED_STACK_FILE.exec(file)?.[1] ?? "<env>";
   return new UserError({
     what: `${layer.displayDir === "." ? "" : layer.displayDir}${file}`,
@@ -124,6 +135,15 @@ export function requireEnvironment(layer: Layer, env: string): void {
   if (misnamedStackFiles(layer).includes(misnamed)) throw misnamedStackFileError(layer, misnamed);
   const known = listEnvironments(layer);
   if (known.includes(env)) return;
+  const file = stackFileArgument(env);
+  if (file) {
+    throw new UserError({
+      what: "environment",
+      problem: "must be the stack name, not its stack file",
+      got: JSON.stringify(env),
+      fix: `Pass ${file.env}, the <env> of Pulumi.<env>.yaml${file.extension === "yml" ? `, and rename the file to Pulumi.${file.env}.yaml (Pulumi reads only .yaml)` : ""}`,
+    });
+  }
   throw new UserError({
     what: "environment",
     problem: `no stack file Pulumi.${env}.yaml in the ${layer.name} layer (${layer.displayDir})`,

@@ -21,6 +21,8 @@ import {
 import { ExitCode, type ExitCodeValue, UserError } from "./errors";
 import { type Layer, type LayerName, type StackFile, readStackFile } from "./layers";
 import { stackFileValues } from "../components/config/stackValues";
+import type { PlatformSpec } from "../components/spec/types";
+import { metalIsoUrl, schematicId } from "../components/talos/schematic";
 import type { WorkspaceFactory } from "./workspace";
 
 /** Whether a stack-file value is Pulumi's encrypted form. */
@@ -51,6 +53,8 @@ export interface StackValidation {
   readonly problems: readonly string[];
   /** Valid but worth knowing (what the Talos the nodes run deprecated, say). */
   readonly warnings: readonly string[];
+  /** What to do before `up` (the ISO each bare-metal node boots from). */
+  readonly notes?: readonly string[];
 }
 
 /**
@@ -63,12 +67,12 @@ export function validateStackConfig(input: StackValidationInput): StackValidatio
   try {
     // Called as each layer's loader calls it (components/config: load.ts, bootstrap.ts, app.ts).
     if (layer === "foundation") {
-      const { warnings } = checkPlatformConfig(
+      const { spec, warnings } = checkPlatformConfig(
         { ...values, presentKeys, secretKeys, project },
         stackFile,
         { exampleValues: true },
       );
-      return { problems: [], warnings };
+      return { problems: [], warnings, notes: bareMetalBootNotes(spec) };
     } else if (layer === "bootstrap") {
       validateBootstrapConfig(values, stackFile, secretKeys, project);
     } else {
@@ -87,6 +91,29 @@ export function validateStackConfig(input: StackValidationInput): StackValidatio
       warnings: [],
     };
   }
+}
+
+/**
+ * The Image Factory ISO each bare-metal node boots from before `up` (it then waits in maintenance
+ * mode for its config), one line per image: the schematic the program registers for the metal
+ * platform and the node's architecture, at the cluster's Talos version.
+ */
+export function bareMetalBootNotes(spec: PlatformSpec): string[] {
+  const byIso = new Map<string, string[]>();
+  for (const node of spec.nodes) {
+    if (node.platform !== "baremetal") continue;
+    const { imageFactory, talosVersion } = spec.cluster;
+    const id = schematicId(imageFactory, "baremetal", node.architecture);
+    const iso =
+      id === undefined
+        ? `the Image Factory's metal-${node.architecture}.iso of the stack's schematic at ${talosVersion} (an extension or kernel argument here needs quoting, so its ID is the Factory's to tell: docs/platforms.md)`
+        : metalIsoUrl(id, talosVersion, node.architecture);
+    byIso.set(iso, [...(byIso.get(iso) ?? []), node.name]);
+  }
+  return [...byIso].map(
+    ([iso, names]) =>
+      `boot before up (each then waits in maintenance mode): ${names.join(", ")} from ${iso}`,
+  );
 }
 
 /** Checks a layer's stack values, as {@link validateStackConfig} does (injectable for tests). */
@@ -129,6 +156,51 @@ function missingCredential(credential: Credential, listed: boolean): string {
     `${credential.configKey}: missing credential, the ${credential.what}; got nothing from ` +
     `${credentialPlaces(credential, listed)}. Provide it in one of those places (docs/credentials.md)`
   );
+}
+
+/** A value as one shell word. */
+function shellWord(value: string): string {
+  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, "'\\''")}'`;
+}
+
+/**
+ * `PULUMI_BACKEND_URL=… [PULUMI_CONFIG_PASSPHRASE_FILE=…] ` for a plain `pulumi` command on the
+ * stack, as the CLI would run it; nothing for what the operator's environment already sets, and
+ * undefined when the backend cannot be told (its own problem is reported).
+ */
+function stackCommandPrefix(input: {
+  readonly processEnv: Env;
+  readonly layer: Layer;
+  readonly stackFile: StackFile;
+  readonly repoRoot: string;
+}): string | undefined {
+  const orNothing = <T>(get: () => T): T | undefined => {
+    try {
+      return get();
+    } catch (error) {
+      if (!(error instanceof UserError)) throw error;
+      return undefined;
+    }
+  };
+  const backend = orNothing(() => chooseBackend({ ...input, env: input.processEnv }));
+  if (backend === undefined) return undefined;
+  // A passphrase the stack needs but nobody set is reported on its own; the backend still helps.
+  const passphrase = orNothing(() =>
+    preparePassphrase({
+      env: input.processEnv,
+      secrets: chooseSecretsProvider(input.stackFile),
+      backend,
+      repoRoot: input.repoRoot,
+      mayCreate: false,
+    }),
+  );
+  const vars = {
+    ...(backend.source === "PULUMI_BACKEND_URL" ? {} : { PULUMI_BACKEND_URL: backend.url }),
+    ...passphrase?.envVars,
+  };
+  return Object.entries(vars)
+    .map(([name, value]) => `${name}=${shellWord(value)} `)
+    .join("");
 }
 
 /** Checks one stack of a layer: config, credentials, state settings. Reads files, writes none. */
@@ -191,12 +263,23 @@ export function checkStack(input: {
     presentKeys: new Set([...presentKeys, ...runKeys]),
     secretKeys: new Set([...secretKeys, ...runKeys]),
   });
+  // The validation's `pulumi config set --secret` hints, with the stack's backend (and passphrase
+  // file) in front: run bare, the Pulumi CLI would ask for a Pulumi Cloud login instead.
+  const withBackend = stackCommandPrefix({ processEnv, layer, stackFile, repoRoot });
   problems.push(
-    ...validation.problems.filter(
-      (problem) => !covered.some((prefix) => problem.startsWith(prefix)),
-    ),
+    ...validation.problems
+      .filter((problem) => !covered.some((prefix) => problem.startsWith(prefix)))
+      .map((problem) =>
+        withBackend === undefined
+          ? problem
+          : problem.replaceAll(
+              "`pulumi config set --secret ",
+              `\`${withBackend}pulumi config set --secret `,
+            ),
+      ),
   );
   notes.push(...validation.warnings.map((warning) => `warning: ${warning}`));
+  notes.push(...(validation.notes ?? []));
   problems.push(...missing.map((c) => missingCredential(c, bitwarden !== undefined)));
   if (bitwardenSet && !hasExecutable("bws", processEnv)) {
     problems.push(

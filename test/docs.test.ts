@@ -38,6 +38,31 @@ describe("the README and the docs", () => {
     assert.equal(readFileSync(path.join(ROOT, ".nvmrc"), "utf8").trim(), "22");
   });
 
+  it("names the provider plugins a first preview installs, at the versions the packages pin", () => {
+    const cli = readFileSync(path.join(ROOT, "docs", "cli.md"), "utf8");
+    const section = cli.slice(cli.indexOf("\n## Provider plugins\n"));
+    const manifest = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as {
+      dependencies: Record<string, string>;
+    };
+    let count = 0;
+    for (const [name, version] of Object.entries(manifest.dependencies)) {
+      const folder = path.join(ROOT, "node_modules", name);
+      const pkg = JSON.parse(readFileSync(path.join(folder, "package.json"), "utf8")) as {
+        version: string;
+        pulumi?: { resource?: boolean; name?: string; version?: string };
+      };
+      if (pkg.pulumi?.resource !== true) continue;
+      count++;
+      const pluginVersion = (pkg.pulumi.version ?? pkg.version).replace(/^v/, "");
+      const plugin = `\`${pkg.pulumi.name}\` v${pluginVersion}`;
+      assert.ok(section.includes(plugin), `${name} (${version}): ${plugin}`);
+    }
+    assert.ok(count >= 7, "every provider package of package.json");
+    assert.ok(section.length > 0 && cli.indexOf("\n## Provider plugins\n") > 0, "its own heading");
+    assert.match(README, /pulumi-resource-talos` v0\.8\.1/);
+    assert.match(README, /docs\/cli\.md#provider-plugins/);
+  });
+
   it("says exactly what npm test runs", () => {
     const scripts = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")).scripts;
     const development = readFileSync(path.join(ROOT, "docs", "development.md"), "utf8");

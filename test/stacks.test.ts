@@ -97,7 +97,11 @@ describe("every stack file in the repository", () => {
     describe(stack.file, () => {
       it("passes its layer's validation, given the credentials the CLI would find", () => {
         const { values, presentKeys, secrets } = inputs(stack);
-        const { problems, warnings } = validateStackConfig({
+        const {
+          problems,
+          warnings,
+          notes = [],
+        } = validateStackConfig({
           layer: stack.layer,
           env: stack.env,
           project: stack.project,
@@ -112,6 +116,8 @@ describe("every stack file in the repository", () => {
           { problems, warnings: warnings.filter((w) => !isExampleValuesWarning(w)) },
           { problems: [], warnings: [] },
         );
+        // Only what to do before up: the ISO of a bare-metal node.
+        for (const note of notes) assert.match(note, /^boot before up .*\.iso$/);
       });
 
       if (stack.layer === "foundation") {

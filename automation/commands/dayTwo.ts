@@ -23,7 +23,7 @@ export const DAY_TWO_EXAMPLES = [
   "preflight staging",
   "upgrade talos staging --to v1.14.1",
   "upgrade talos prod --to v1.14.1 --max-unavailable 2 --resume",
-  "upgrade kubernetes staging --to 1.37.1",
+  "upgrade kubernetes staging --to 1.36.4",
   "etcd snapshot staging",
   "etcd restore staging --from .pulumi-state/etcd-snapshots/staging/<file>.snapshot",
   "replace-node staging stg-cp-2",

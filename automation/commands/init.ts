@@ -6,7 +6,13 @@ import * as path from "node:path";
 import { resolveStackSettings } from "../backend";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError, translateEngineError } from "../errors";
-import { type LayerName, listEnvironments, resolveLayer, readStackFile } from "../layers";
+import {
+  type LayerName,
+  listEnvironments,
+  resolveLayer,
+  readStackFile,
+  stackFileArgument,
+} from "../layers";
 import { lockStack } from "../lock";
 import { findCli, formatReadiness } from "../readiness";
 import { offlineCheck } from "./validate";
@@ -77,6 +83,16 @@ function copyExample(ctx: CliContext, layerDir: string, request: InitRequest, fr
 /** Runs `init`: 0 when the stack exists on its backend (whatever else is still missing). */
 export async function initStack(ctx: CliContext, request: InitRequest): Promise<ExitCodeValue> {
   const { env } = request;
+  const file = stackFileArgument(env);
+  if (file) {
+    // `init Pulumi.dev.yaml` would create Pulumi.Pulumi.dev.yaml.yaml.
+    throw new UserError({
+      what: "environment",
+      problem: "must be the stack name, not its stack file",
+      got: JSON.stringify(env),
+      fix: `Pass ${file.env}: npm run platform -- init ${file.env}${request.from !== undefined ? ` --from ${request.from}` : ""}`,
+    });
+  }
   if (!STACK_NAME.test(env)) {
     throw new UserError({
       what: "environment",

@@ -3,14 +3,17 @@
 // Exit 0 only when each stack is ready to preview.
 import { probePulumiCli } from "../cliProbe";
 import type { CliContext } from "../context";
-import { type ExitCodeValue, UserError } from "../errors";
+import { ExitCode, type ExitCodeValue, UserError } from "../errors";
 import {
   type Layer,
   type LayerName,
   listEnvironments,
+  misnamedStackFileError,
+  misnamedStackFiles,
   requireEnvironment,
   resolveLayer,
   selectLayers,
+  stackFileArgument,
 } from "../layers";
 import {
   type StackCheck,
@@ -42,17 +45,47 @@ export function offlineCheck(ctx: CliContext, layer: Layer, env: string): StackC
   });
 }
 
+/**
+ * The stack name of an argument: a stack file's name (`Pulumi.dev.yaml`, what a shell completes) is
+ * taken as its stack; a `.yml` one is refused with the rename, since Pulumi would never read it.
+ */
+function stackName(layers: readonly Layer[], argument: string): string {
+  const file = stackFileArgument(argument);
+  if (file === undefined) return argument;
+  if (file.extension === "yml") {
+    const layer = layers.find((candidate) =>
+      misnamedStackFiles(candidate).includes(`Pulumi.${file.env}.yml`),
+    );
+    if (layer) throw misnamedStackFileError(layer, `Pulumi.${file.env}.yml`);
+    throw new UserError({
+      what: "environment",
+      problem: "Pulumi reads only stack files named .yaml, and validate takes the stack name",
+      got: JSON.stringify(argument),
+      fix: `Rename the file to Pulumi.${file.env}.yaml and run: npm run platform -- validate ${file.env}`,
+    });
+  }
+  return file.env;
+}
+
 /** The stacks a validate run checks, in layer order. */
 function stacksToCheck(
   repoRoot: string,
   request: ValidateRequest,
 ): { layer: Layer; env: string }[] {
   const layers = selectLayers(repoRoot, request.layer).map((name) => resolveLayer(repoRoot, name));
+  const envs = request.envs.map((argument) => stackName(layers, argument));
   if (request.layer !== "all") {
-    for (const env of request.envs) requireEnvironment(layers[0], env);
+    for (const env of envs) requireEnvironment(layers[0], env);
   } else {
     const known = [...new Set(layers.flatMap(listEnvironments))].sort();
-    const unknown = request.envs.filter((env) => !known.includes(env));
+    const unknown = envs.filter((env) => !known.includes(env));
+    // Only a Pulumi.<env>.yml of that name: the rename, not an init.
+    for (const env of unknown) {
+      const layer = layers.find((candidate) =>
+        misnamedStackFiles(candidate).includes(`Pulumi.${env}.yml`),
+      );
+      if (layer) throw misnamedStackFileError(layer, `Pulumi.${env}.yml`);
+    }
     if (unknown.length > 0) {
       throw new UserError({
         what: "environment",
@@ -67,7 +100,7 @@ function stacksToCheck(
   }
   return layers.flatMap((layer) =>
     listEnvironments(layer)
-      .filter((env) => request.envs.length === 0 || request.envs.includes(env))
+      .filter((env) => envs.length === 0 || envs.includes(env))
       .map((env) => ({ layer, env })),
   );
 }
@@ -75,6 +108,15 @@ function stacksToCheck(
 /** Runs `validate`: prints the report, returns 0 when every stack is ready to preview. */
 export function validateStacks(ctx: CliContext, request: ValidateRequest): ExitCodeValue {
   const targets = stacksToCheck(ctx.repoRoot, request);
+  // A Pulumi.<env>.yml among the files checked: meant as a stack, read by nothing.
+  const ignored =
+    request.envs.length > 0
+      ? []
+      : selectLayers(ctx.repoRoot, request.layer).flatMap((name) => {
+          const layer = resolveLayer(ctx.repoRoot, name);
+          return misnamedStackFiles(layer).map((file) => misnamedStackFileError(layer, file));
+        });
+  if (targets.length === 0 && ignored.length > 0) throw ignored[0];
   if (targets.length === 0) {
     throw new UserError({
       what: "validate",
@@ -86,5 +128,6 @@ export function validateStacks(ctx: CliContext, request: ValidateRequest): ExitC
   const checks: StackCheck[] = targets.map(({ layer, env }) => offlineCheck(ctx, layer, env));
   const cli = probePulumiCli(ctx.env);
   ctx.stdout.write(formatReadiness("validate", checks, cli));
-  return readinessExitCode(checks, cli);
+  for (const error of ignored) ctx.stdout.write(`ignored: ${error.message}\n`);
+  return ignored.length > 0 ? ExitCode.usage : readinessExitCode(checks, cli);
 }

@@ -4,9 +4,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as talos from "@pulumiverse/talos";
 import { stringify } from "yaml";
 import type { Architecture, ImageFactorySpec, Platform } from "../spec/types";
-
-/** The schematic of the plain Talos image (no extensions, no kernel args). */
-const VANILLA_SCHEMATIC_ID = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba";
+import { IMAGE_FACTORY_URL, VANILLA_SCHEMATIC_ID, imageExtensions } from "./schematic";
 
 /** The Talos image platform each node platform boots (`nocloud-amd64.raw.xz`, `metal-installer`, …). */
 const IMAGE_PLATFORM: Readonly<Record<Platform, string>> = {
@@ -15,24 +13,6 @@ const IMAGE_PLATFORM: Readonly<Record<Platform, string>> = {
   oci: "oracle",
   openstack: "openstack",
 };
-
-/** The Image Factory serves images and installers here (the provider's default). */
-const IMAGE_FACTORY_URL = "https://factory.talos.dev";
-
-/** The extensions of one platform's image for one architecture: global, per platform, per architecture. */
-function imageExtensions(
-  factory: ImageFactorySpec,
-  platform: Platform,
-  architecture: Architecture,
-): string[] {
-  return [
-    ...new Set([
-      ...factory.extensions,
-      ...(factory.platformExtensions[platform] ?? []),
-      ...(factory.architectureExtensions[architecture] ?? []),
-    ]),
-  ].sort();
-}
 
 /** The schematic YAML for a platform and architecture, or undefined when the vanilla (or a named) schematic will do. */
 function schematicYaml(

@@ -309,6 +309,26 @@ describe("platform CLI: parsing and dispatch", () => {
     assert.equal(ctx.workspaces.calls.length, 0, "stacks needs no Pulumi CLI");
   });
 
+  it("lists the other environments when one stack file is broken, and reports that one", async () => {
+    const root = makeRepo({
+      foundation: {
+        project: "talos-platform",
+        stacks: { bad: "config: [\n", good: "config: {}\n" },
+      },
+    });
+    const ctx = testContext({ repoRoot: root });
+    assert.equal(await runCli(["stacks", "--layer", "foundation"], ctx), ExitCode.usage);
+    assert.match(
+      ctx.stdout.text,
+      /^ {2}bad {3}not listed: .*Pulumi\.bad\.yaml: could not be read as YAML/m,
+    );
+    assert.match(
+      ctx.stdout.text,
+      /^ {2}good {2}backend file:\/\/.* \(default\); secrets passphrase/m,
+    );
+    assert.match(ctx.stderr.text, /^stacks: 1 stack file could not be read \(above\)/m);
+  });
+
   it("lists the repository's own environments", async () => {
     const ctx = testContext({ repoRoot: path.resolve(__dirname, "..", "..") });
     assert.equal(await runCli(["stacks", "--layer", "foundation"], ctx), ExitCode.ok);

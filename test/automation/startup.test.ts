@@ -87,6 +87,13 @@ describe("CLI start-up loads only what the command needs", function () {
     assert.ok(result.loaded.some((file) => file.endsWith("/dist/components/config/validate.js")));
   });
 
+  it("validate of a stack file's name checks its stack", () => {
+    const result = run(["validate", "Pulumi.staging.yaml", "--layer", "foundation"]);
+    assert.ok([0, 2, 5].includes(result.status ?? -1), result.stderr);
+    assert.match(result.stdout, /^foundation\/staging \(Pulumi\.staging\.yaml\)/m);
+    assert.doesNotMatch(result.stdout + result.stderr, /Pulumi\.Pulumi/);
+  });
+
   it("a command that runs the engine loads the Automation API (when it gets that far)", () => {
     // No Pulumi CLI on PATH: the command stops at the CLI check, after loading the Automation API.
     const result = run(["outputs", "staging"]);

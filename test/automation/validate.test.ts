@@ -147,6 +147,89 @@ describe("validate", () => {
     assert.equal(withBws.bws, undefined);
   });
 
+  it("prints the Image Factory ISO each bare-metal node boots from before up", async () => {
+    const metal = METAL_STACK.concat(
+      "    - { name: cp-2, role: controlplane, platform: baremetal, baremetal: { address: 192.0.2.12 } }\n",
+      "    - { name: cp-3, role: controlplane, platform: baremetal, baremetal: { address: 192.0.2.13 } }\n",
+    );
+    const withExtensions = metal.replace(
+      "    kubernetesVersion: 1.36.3\n",
+      "    kubernetesVersion: 1.36.3\n    imageFactory: { platformExtensions: { baremetal: [siderolabs/qemu-guest-agent] } }\n",
+    );
+    const root = makeRepo({
+      foundation: {
+        project: "talos-platform",
+        stacks: { metal, ext: withExtensions, lab: VM_STACK },
+      },
+    });
+    const ctx = context(root, { ...withPulumi(), PROXMOX_VE_API_TOKEN: "user@pve!ci=x" });
+    assert.equal(await runCli(["validate"], ctx), ExitCode.ok, ctx.stdout.text + ctx.stderr.text);
+    const vanilla = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba";
+    const agent = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515";
+    const report = ctx.stdout.text;
+    const section = (env: string) =>
+      report.slice(report.indexOf(`foundation/${env} `)).split(/\n(?=\S)/)[0];
+    assert.match(
+      section("metal"),
+      new RegExp(
+        `^ {4}boot before up \\(each then waits in maintenance mode\\): cp-1, cp-2, cp-3 from https://factory\\.talos\\.dev/image/${vanilla}/v1\\.13\\.9/metal-amd64\\.iso$`,
+        "m",
+      ),
+    );
+    assert.match(
+      section("ext"),
+      new RegExp(
+        `: cp-1, cp-2, cp-3 from https://factory\\.talos\\.dev/image/${agent}/v1\\.13\\.9/metal-amd64\\.iso$`,
+        "m",
+      ),
+    );
+    assert.doesNotMatch(section("lab"), /boot before up/, "no bare metal, no ISO");
+  });
+
+  it("hints the command that encrypts a plain-text credential with the stack's backend in front", async () => {
+    const plain = VM_STACK.replace(
+      "config:\n",
+      "config:\n  talos-platform:proxmoxApiToken: user@pve!x=plain\n",
+    );
+    const root = makeRepo({ foundation: { project: "talos-platform", stacks: { lab: plain } } });
+    const local = context(root, withPulumi());
+    assert.equal(await runCli(["validate", "lab"], local), ExitCode.usage);
+    assert.match(
+      local.stdout.text,
+      new RegExp(
+        `proxmoxApiToken: is a credential in plain text \\(value not shown\\)\\. Run \`PULUMI_BACKEND_URL=file://${root}/\\.pulumi-state pulumi config set --secret proxmoxApiToken --stack lab\``,
+      ),
+    );
+    // With the generated passphrase, its file too (what the CLI hands the engine).
+    fs.mkdirSync(path.join(root, ".pulumi-state"), { recursive: true });
+    fs.writeFileSync(path.join(root, ".pulumi-state", "passphrase"), "x\n", { mode: 0o600 });
+    const withFile = context(root, withPulumi());
+    await runCli(["validate", "lab"], withFile);
+    assert.match(
+      withFile.stdout.text,
+      new RegExp(
+        `Run \`PULUMI_BACKEND_URL=file://${root}/\\.pulumi-state PULUMI_CONFIG_PASSPHRASE_FILE=${root}/\\.pulumi-state/passphrase pulumi config set --secret proxmoxApiToken --stack lab\``,
+      ),
+    );
+    // A stack file's backend; a PULUMI_BACKEND_URL of the shell is the shell's already.
+    fs.writeFileSync(
+      path.join(root, "Pulumi.lab.yaml"),
+      plain.replace("config:\n", "config:\n  talos-platform:backend: gs://example-state\n"),
+    );
+    const shared = context(root, { ...withPulumi(), PULUMI_CONFIG_PASSPHRASE: "p" });
+    await runCli(["validate", "lab"], shared);
+    assert.match(
+      shared.stdout.text,
+      /Run `PULUMI_BACKEND_URL=gs:\/\/example-state pulumi config set --secret proxmoxApiToken --stack lab`/,
+    );
+    const fromShell = context(root, { ...withPulumi(), PULUMI_BACKEND_URL: "file:///x" });
+    await runCli(["validate", "lab"], fromShell);
+    assert.match(
+      fromShell.stdout.text,
+      /Run `pulumi config set --secret proxmoxApiToken --stack lab`/,
+    );
+  });
+
   it("reports a passphrase the shared backend needs", async () => {
     const shared = METAL_STACK.replace(
       "config:\n",
@@ -216,6 +299,68 @@ describe("validate", () => {
       ctx.stderr.text,
       /^environment: no stack file Pulumi\.nope\.yaml in any layer; got "nope"\. Use one of: metal/,
     );
+  });
+
+  it("takes a stack file's name for its stack, and refuses a .yml one naming the rename", async () => {
+    const root = makeRepo({
+      foundation: { project: "talos-platform", stacks: { metal: METAL_STACK, home: VM_STACK } },
+    });
+    const byFile = context(root, withPulumi());
+    assert.equal(await runCli(["validate", "Pulumi.metal.yaml"], byFile), ExitCode.ok);
+    assert.match(
+      byFile.stdout.text,
+      /^foundation\/metal \(Pulumi\.metal\.yaml\): ready to preview$/m,
+    );
+    assert.doesNotMatch(byFile.stdout.text, /home/);
+    const byPath = context(root, withPulumi());
+    assert.equal(
+      await runCli(["validate", "./Pulumi.metal.yaml", "--layer", "foundation"], byPath),
+      ExitCode.ok,
+    );
+
+    fs.writeFileSync(path.join(root, "Pulumi.lab.yml"), VM_STACK);
+    for (const argument of ["Pulumi.lab.yml", "lab"]) {
+      const yml = context(root, withPulumi());
+      assert.equal(await runCli(["validate", argument], yml), ExitCode.usage, argument);
+      assert.match(
+        yml.stderr.text,
+        /^Pulumi\.lab\.yml: Pulumi ignores stack files named \.yml.*Rename it to Pulumi\.lab\.yaml/m,
+        argument,
+      );
+      assert.doesNotMatch(yml.stderr.text, /init/, argument);
+    }
+    // Every stack file checked: the .yml one is named with its rename, and counts as a problem.
+    const all = context(root, withPulumi());
+    assert.equal(await runCli(["validate", "--layer", "foundation"], all), ExitCode.usage);
+    assert.match(all.stdout.text, /^foundation\/metal \(Pulumi\.metal\.yaml\): ready to preview$/m);
+    assert.match(
+      all.stdout.text,
+      /^ignored: Pulumi\.lab\.yml: Pulumi ignores stack files named \.yml.*Rename it to Pulumi\.lab\.yaml/m,
+    );
+    const missing = context(root, withPulumi());
+    assert.equal(await runCli(["validate", "Pulumi.other.yml"], missing), ExitCode.usage);
+    assert.match(missing.stderr.text, /Rename the file to Pulumi\.other\.yaml.*validate other/);
+  });
+
+  it("never suggests an init of Pulumi.Pulumi.<env>.yaml.yaml: a stack file's name is a stack name", async () => {
+    const root = makeRepo({
+      foundation: { project: "talos-platform", stacks: { metal: METAL_STACK } },
+    });
+    const ctx = context(root);
+    assert.equal(await runCli(["validate", "Pulumi.home.yaml"], ctx), ExitCode.usage);
+    assert.match(ctx.stderr.text, /no stack file Pulumi\.home\.yaml in any layer/);
+    assert.match(ctx.stderr.text, /init home --from/);
+    assert.doesNotMatch(ctx.stderr.text, /Pulumi\.Pulumi/);
+    const init = context(root);
+    assert.equal(await runCli(["init", "Pulumi.home.yaml", "--from", "x"], init), ExitCode.usage);
+    assert.match(
+      init.stderr.text,
+      /^environment: must be the stack name, not its stack file; got "Pulumi\.home\.yaml"\. Pass home: npm run platform -- init home --from x/m,
+    );
+    assert.ok(!fs.existsSync(path.join(root, "Pulumi.Pulumi.home.yaml.yaml")));
+    const preview = context(root);
+    assert.equal(await runCli(["preview", "Pulumi.home.yaml"], preview), ExitCode.usage);
+    assert.match(preview.stderr.text, /must be the stack name, not its stack file.*Pass home/);
   });
 
   it("needs no engine and writes nothing", async () => {
