@@ -522,6 +522,20 @@ describe("OpenBao's unseal identity", () => {
     assert.equal(credentials.credential_source.file, "/var/run/secrets/openbao/gcp/token");
   });
 
+  it("names the pool openbao.workloadIdentityPoolId where the stack gives one (a soft-deleted ID stays taken)", async () => {
+    const { recorder, resolved } = await run(
+      withServices,
+      unsealWith("workloadIdentity", { workloadIdentityPoolId: "demo-openbao-2" }),
+      deployKey,
+    );
+    const [pool] = recorder.ofType("gcp:iam/workloadIdentityPool:WorkloadIdentityPool");
+    assert.equal(pool.inputs.workloadIdentityPoolId, "demo-openbao-2");
+    assert.match(
+      JSON.parse(resolved.openbao.credentials).audience,
+      /workloadIdentityPools\/demo-openbao-2\/providers\/demo-cluster$/,
+    );
+  });
+
   it("derives the key ID Kubernetes puts in its tokens", () => {
     const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
     const pem = privateKey.export({ type: "pkcs1", format: "pem" }).toString();

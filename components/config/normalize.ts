@@ -101,6 +101,7 @@ export function normalizeServices(
           namespace: openbao.kubernetesServiceAccount?.namespace ?? "openbao",
           name: openbao.kubernetesServiceAccount?.name ?? "openbao",
         },
+        workloadIdentityPoolId: openbao.workloadIdentityPoolId,
         serviceAccountEmail: openbao.serviceAccountEmail,
         ...(openbao.kmsPlugin
           ? {

@@ -530,6 +530,17 @@ export const openbaoSchema = z.strictObject({
   kubernetesServiceAccount: z
     .strictObject({ namespace: dnsLabel.optional(), name: dnsLabel.optional() })
     .optional(),
+  /**
+   * The Workload Identity pool's ID (workloadIdentity). GCP keeps a deleted pool's ID for 30 days,
+   * so a stack destroyed and created again within them needs another one (or the pool undeleted).
+   * @default "<cluster>-openbao"
+   */
+  workloadIdentityPoolId: z
+    .string()
+    .regex(/^(?!gcp-)[a-z0-9-]{4,32}$/, {
+      error: "expected 4 to 32 lowercase letters, digits and hyphens, not starting with gcp-",
+    })
+    .optional(),
   /** The service account whose key the gcpUnsealCredentials credential holds (existingKey). */
   serviceAccountEmail: z
     .string()

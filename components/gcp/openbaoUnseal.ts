@@ -170,7 +170,9 @@ export class OpenbaoUnsealKey extends pulumi.ComponentResource {
           `${name}-pool`,
           {
             project: args.gcp.project,
-            workloadIdentityPoolId: workloadIdentityId(args.clusterName, "openbao"),
+            // A deleted pool's ID stays taken for 30 days (GCP's soft delete): the stack may name another.
+            workloadIdentityPoolId:
+              settings.workloadIdentityPoolId ?? workloadIdentityId(args.clusterName, "openbao"),
             displayName: `OpenBao of ${args.clusterName}`.slice(0, 32),
             description: `Service-account tokens of Talos cluster ${args.clusterName}`,
           },

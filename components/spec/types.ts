@@ -314,6 +314,8 @@ export interface OpenbaoSpec {
   readonly credentials: "serviceAccountKey" | "workloadIdentity" | "existingKey";
   /** OpenBao's Kubernetes service account (workloadIdentity). */
   readonly kubernetesServiceAccount: { readonly namespace: string; readonly name: string };
+  /** The Workload Identity pool's ID, when the stack names one (workloadIdentity). */
+  readonly workloadIdentityPoolId?: string;
   /** The existing key's service account (existingKey). */
   readonly serviceAccountEmail?: string;
   /** The GCP KMS plugin (OpenBao 2.7+, where gcpckms is no longer built in). */

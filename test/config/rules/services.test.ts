@@ -207,6 +207,16 @@ const cases: RuleCase[] = [
     ],
     secrets: ["fluxDeployKey"],
   },
+  {
+    rule: "a Workload Identity pool ID GCP refuses",
+    base: withServices,
+    broken: (v) => (v.openbao.workloadIdentityPoolId = "gcp-openbao"),
+    problems: [
+      'openbao.workloadIdentityPoolId: expected 4 to 32 lowercase letters, digits and hyphens, not starting with gcp-; got "gcp-openbao"',
+    ],
+    valid: (v) => (v.openbao.workloadIdentityPoolId = "demo-openbao-2"),
+    secrets: ["fluxDeployKey"],
+  },
 ];
 
 describe("rules: services", () => {
