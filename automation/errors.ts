@@ -21,6 +21,10 @@ export const ExitCode = {
   missingCli: 5,
   /** `drift`: a node differs from the stack (versions or machine config). */
   drift: 6,
+  /** `certs`, `health`: a certificate expires within the threshold (`--min-days`, default 30) or has expired. */
+  expiring: 7,
+  /** `health`: the cluster is unhealthy (Talos' health check, an etcd alarm or member error, version skew). */
+  unhealthy: 8,
   /** Interrupted by a signal. */
   interrupted: 130,
 } as const;

@@ -71,6 +71,9 @@ export type DayTwoCommandName =
   | "upgrade kubernetes"
   | "etcd snapshot"
   | "etcd restore"
+  | "etcd defrag"
+  | "certs"
+  | "health"
   | "replace-node"
   | "drift"
   | "rollout";
@@ -80,6 +83,7 @@ export const CLUSTER_CHANGING_COMMANDS: Readonly<Partial<Record<DayTwoCommandNam
   "upgrade talos": "it reboots every node into a new Talos",
   "upgrade kubernetes": "it restarts the control plane and every kubelet",
   "etcd restore": "it wipes etcd and brings the cluster back to a snapshot",
+  "etcd defrag": "it defragments each etcd member's database, which blocks that member meanwhile",
   "replace-node": "it removes a member from etcd",
   rollout: "it reboots nodes into their staged machine configs",
 };

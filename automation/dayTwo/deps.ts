@@ -5,6 +5,7 @@ import * as readline from "node:readline/promises";
 import type { CliContext } from "../context";
 import { ExitCode, UserError } from "../errors";
 import { type DayTwoClock, systemClock } from "./clock";
+import { type PeerCertificateReader, readPeerCertificate } from "./peerCertificate";
 import type { TalosClientFactory } from "./talosClient";
 import { TalosctlClient } from "./talosctl";
 import type { CommandRunner } from "./toolRunner";
@@ -21,6 +22,8 @@ export interface DayTwoDeps {
   readonly tmpDir?: string;
   /** Runs kubectl (tests: a fake that answers from the fake cluster). @default spawns it */
   readonly kubectl?: CommandRunner;
+  /** Reads the certificate a node's Talos API presents (`certs`, `health`). @default a TLS handshake */
+  readonly peerCertificate: PeerCertificateReader;
 }
 
 /** A CliContext that may carry fakes for the day-two commands (tests). */
@@ -86,5 +89,6 @@ export function dayTwoDeps(ctx: CliContext): DayTwoDeps {
     confirm: given.confirm ?? terminalConfirm(),
     ...(given.tmpDir ? { tmpDir: given.tmpDir } : {}),
     ...(given.kubectl ? { kubectl: given.kubectl } : {}),
+    peerCertificate: given.peerCertificate ?? readPeerCertificate,
   };
 }

@@ -84,6 +84,30 @@ export interface NodeConfigs {
   readonly persistent?: string;
 }
 
+/** One etcd member's status as `talosctl etcd status` reports it on its node. */
+export interface EtcdMemberStatus {
+  /** The member ID in hex. */
+  readonly memberId: string;
+  /** The database file's size (its high-water mark: it shrinks only by a defragmentation). */
+  readonly dbSizeBytes: number;
+  /** The part of it in use; the rest is free space a defragmentation gives back. */
+  readonly inUseBytes: number;
+  /** inUse / dbSize, 0 to 1. */
+  readonly inUseRatio: number;
+  /** The member ID of the leader this member sees. */
+  readonly leaderId: string;
+  readonly raftIndex: number;
+  readonly learner: boolean;
+  /** The member's own errors (etcd's StatusResponse errors), empty when none. */
+  readonly errors: readonly string[];
+}
+
+/** An active etcd alarm (`NOSPACE`: the database reached its quota, etcd refuses writes; `CORRUPT`). */
+export interface EtcdAlarm {
+  readonly memberId: string;
+  readonly alarm: string;
+}
+
 /** A Talos service as `talosctl service <id>` reports it. */
 export interface ServiceStatus {
   /** `Running`, `Preparing`, `Waiting`, `Finished`, … */
@@ -169,6 +193,15 @@ export interface TalosClient {
   wipeVolumes(node: string, labels: readonly string[]): Promise<void>;
   /** Bootstraps etcd on one control plane from a snapshot (disaster recovery). */
   bootstrapRecover(node: string, snapshot: string, skipHashCheck: boolean): Promise<void>;
+  /** The status of the etcd member on one control plane (`talosctl etcd status`). */
+  etcdStatus(node: string): Promise<EtcdMemberStatus>;
+  /** The cluster's active etcd alarms, as one control plane lists them (`talosctl etcd alarm list`). */
+  etcdAlarms(via: string): Promise<EtcdAlarm[]>;
+  /**
+   * Defragments the etcd member on one control plane (`talosctl etcd defrag`): its database file is
+   * rewritten without the free space, and the member blocks reads and writes meanwhile.
+   */
+  etcdDefrag(node: string): Promise<void>;
 }
 
 /** How a client reaches the cluster: the talosconfig file and the control planes as endpoints. */

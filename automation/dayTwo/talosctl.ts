@@ -3,9 +3,12 @@
 // the node it targets, so the operator's ~/.talos/config and its current context never matter.
 // Every call has a time-out after which talosctl is stopped.
 import { formatDuration, goDuration } from "./clock";
+import { parseEtcdAlarms, parseEtcdStatus } from "./etcdStatusOutput";
 import {
   DrainFailedError,
+  type EtcdAlarm,
   type EtcdMember,
+  type EtcdMemberStatus,
   KUBERNETES_COMPONENTS,
   type KubernetesUpgrade,
   type HealthCheck,
@@ -312,5 +315,22 @@ export class TalosctlClient implements TalosClient {
     const args = ["bootstrap", `--recover-from=${snapshot}`];
     if (skipHashCheck) args.push("--recover-skip-hash-check");
     await this.exec(args, { node, timeoutMs: TALOSCTL_TIMEOUTS.bootstrap });
+  }
+
+  async etcdStatus(node: string): Promise<EtcdMemberStatus> {
+    return parseEtcdStatus(
+      await this.exec(["etcd", "status"], { node, timeoutMs: TALOSCTL_TIMEOUTS.query }),
+    );
+  }
+
+  async etcdAlarms(via: string): Promise<EtcdAlarm[]> {
+    return parseEtcdAlarms(
+      await this.exec(["etcd", "alarm", "list"], { node: via, timeoutMs: TALOSCTL_TIMEOUTS.query }),
+    );
+  }
+
+  async etcdDefrag(node: string): Promise<void> {
+    // A defragmentation rewrites the whole database file: minutes for a large one.
+    await this.exec(["etcd", "defrag"], { node, timeoutMs: TALOSCTL_TIMEOUTS.etcdSnapshot });
   }
 }

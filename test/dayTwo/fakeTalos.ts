@@ -4,7 +4,9 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type {
+  EtcdAlarm,
   EtcdMember,
+  EtcdMemberStatus,
   HealthCheck,
   KubernetesUpgrade,
   NodeConfigs,
@@ -479,5 +481,48 @@ export class FakeTalos implements TalosClient {
       cp.etcd = { state: "Running", health: "OK" };
     this.recovered = true;
     this.listingsSinceRecover = 0;
+  }
+
+  /** Each member's database: its size and the part in use, by node name (default 20 MB, 10 MB). */
+  readonly etcdDb = new Map<string, { size: number; inUse: number }>();
+  /** Active alarms, as `etcd alarm list` prints them. */
+  alarms: EtcdAlarm[] = [];
+  /** A defragmentation fails on these nodes (by name). */
+  readonly defragFails = new Set<string>();
+
+  private memberOf(name: string): EtcdMember | undefined {
+    return this.members.find((m) => m.hostname === name);
+  }
+
+  async etcdStatus(node: string): Promise<EtcdMemberStatus> {
+    const n = this.reach(node);
+    this.log.push(`etcd status ${n.name}`);
+    const member = this.memberOf(n.name);
+    if (!member) throw new Error(`rpc error: code = Unavailable desc = etcd is not running on ${n.name}`);
+    const db = this.etcdDb.get(n.name) ?? { size: 20_000_000, inUse: 10_000_000 };
+    return {
+      memberId: member.id,
+      dbSizeBytes: db.size,
+      inUseBytes: db.inUse,
+      inUseRatio: db.inUse / db.size,
+      leaderId: this.members[0]?.id ?? "",
+      raftIndex: 1000,
+      learner: member.learner,
+      errors: [],
+    };
+  }
+
+  async etcdAlarms(via: string): Promise<EtcdAlarm[]> {
+    const n = this.reach(via);
+    this.log.push(`etcd alarms via ${n.name}`);
+    return this.alarms.map((a) => ({ ...a }));
+  }
+
+  async etcdDefrag(node: string): Promise<void> {
+    const n = this.reach(node);
+    this.log.push(`etcd defrag ${n.name}`);
+    if (this.defragFails.has(n.name)) throw new Error("rpc error: code = DeadlineExceeded");
+    const db = this.etcdDb.get(n.name) ?? { size: 20_000_000, inUse: 10_000_000 };
+    this.etcdDb.set(n.name, { size: db.inUse, inUse: db.inUse });
   }
 }
