@@ -1,5 +1,5 @@
-// Registers the day-two commands (preflight, upgrade talos|kubernetes, etcd snapshot|restore,
-// replace-node, drift, rollout) on the CLI's commander program; the work is in automation/dayTwo/,
+// Registers the day-two commands (preflight, upgrade talos|kubernetes, etcd snapshot|restore|defrag,
+// replace-node, drift, certs, health, rollout) on the CLI's commander program; the work is in automation/dayTwo/,
 // loaded only when one of these commands runs (`--help` and usage errors load none of it).
 import { type Command, Option } from "commander";
 import type { CliContext } from "../context";
@@ -8,6 +8,7 @@ import { formatDuration, parseDuration } from "../dayTwo/clock";
 import {
   DEFAULT_DRAIN_TIMEOUT_MS,
   DEFAULT_KEEP_SNAPSHOTS,
+  DEFAULT_MIN_DAYS,
   DEFAULT_KUBERNETES_TIMEOUTS,
   DEFAULT_RESTORE_WAIT_MS,
   DEFAULT_ROLLOUT_TIMEOUTS,
@@ -15,6 +16,7 @@ import {
   kubernetesTarget,
   parseKeep,
   parseMaxUnavailable,
+  parseMinDays,
   talosTarget,
 } from "../dayTwo/options";
 
@@ -28,6 +30,9 @@ export const DAY_TWO_EXAMPLES = [
   "etcd restore staging --from .pulumi-state/etcd-snapshots/staging/<file>.snapshot",
   "replace-node staging stg-cp-2",
   "drift prod",
+  "certs prod --min-days 30",
+  "health prod",
+  "etcd defrag staging",
   "rollout staging --dry-run",
   "rollout prod",
 ];
@@ -53,6 +58,16 @@ function waitOption(flag: string, description: string, defaultMs: number): Optio
   return new Option(`${flag} <duration>`, description)
     .argParser((value: string) => parseDuration(flag, value))
     .default(defaultMs, formatDuration(defaultMs));
+}
+
+/** `--min-days`: a certificate with fewer whole days left fails `certs` and `health` (exit 7). */
+function minDaysOption(): Option {
+  return new Option(
+    "--min-days <days>",
+    "fail (exit 7) when a certificate has fewer whole days left",
+  )
+    .argParser(parseMinDays)
+    .default(DEFAULT_MIN_DAYS);
 }
 
 function keepOption(): Option {
@@ -350,6 +365,86 @@ export function registerDayTwoCommands(
             allowHealthy: options.allowHealthy === true,
             installCli: options.installCli === true,
             waitTimeoutMs: options.waitTimeout,
+          }),
+        );
+      },
+    );
+
+  etcd
+    .command("defrag")
+    .description(
+      "defragment each etcd member (its database file shrinks to what is in use): one at a time, the leader last, behind the quorum and health gates",
+    )
+    .argument("<env>", envArgument)
+    .addOption(
+      waitOption(
+        "--health-timeout",
+        "how long talosctl health may wait for the cluster, before the first member and after each",
+        PREFLIGHT_HEALTH_TIMEOUT_MS,
+      ),
+    )
+    .addOption(installCli())
+    .action(async (env: string, options: Common & { healthTimeout: number }) => {
+      const { etcdDefrag } = await import("../dayTwo/etcdDefrag");
+      done(
+        await etcdDefrag(ctx, {
+          env,
+          healthTimeoutMs: options.healthTimeout,
+          installCli: options.installCli === true,
+        }),
+      );
+    });
+
+  program
+    .command("certs")
+    .description(
+      "every certificate's NotAfter and days left (talosconfig and kubeconfig clients, the Talos and Kubernetes CAs, each node's API); exit 7 under --min-days",
+    )
+    .argument("<env>", envArgument)
+    .addOption(minDaysOption())
+    .option("--json", "print the report as JSON")
+    .addOption(installCli())
+    .action(async (env: string, options: Common & { minDays: number; json?: boolean }) => {
+      const { certs } = await import("../dayTwo/certs");
+      done(
+        await certs(ctx, {
+          env,
+          minDays: options.minDays,
+          json: options.json === true,
+          installCli: options.installCli === true,
+        }),
+      );
+    });
+
+  program
+    .command("health")
+    .description(
+      "one report: Talos health, etcd per member (size, in use, leader, alarms), certificates' days left, newest backup, version skew; exit 8 unhealthy, 7 a certificate under --min-days",
+    )
+    .argument("<env>", envArgument)
+    .addOption(minDaysOption())
+    .addOption(
+      waitOption(
+        "--health-timeout",
+        "how long talosctl health may wait for the cluster to be healthy",
+        PREFLIGHT_HEALTH_TIMEOUT_MS,
+      ),
+    )
+    .option("--json", "print the report as JSON")
+    .addOption(installCli())
+    .action(
+      async (
+        env: string,
+        options: Common & { minDays: number; healthTimeout: number; json?: boolean },
+      ) => {
+        const { health } = await import("../dayTwo/health");
+        done(
+          await health(ctx, {
+            env,
+            minDays: options.minDays,
+            healthTimeoutMs: options.healthTimeout,
+            json: options.json === true,
+            installCli: options.installCli === true,
           }),
         );
       },

@@ -7,17 +7,14 @@
 import { X509Certificate } from "node:crypto";
 import { parse } from "yaml";
 import { UserError } from "../errors";
+export { DEFAULT_MIN_DAYS, parseMinDays } from "./options";
 
 /** Milliseconds in a day. */
 const DAY_MS = 24 * 60 * 60_000;
 
 /** What a certificate is, for the report. */
 export type CertificateKind =
-  | "talosconfig client"
-  | "Talos CA"
-  | "kubeconfig client"
-  | "Kubernetes CA"
-  | "node API (apid)";
+  "talosconfig client" | "Talos CA" | "kubeconfig client" | "Kubernetes CA" | "node API (apid)";
 
 /** One certificate as reported. */
 export interface CertificateReport {
@@ -111,7 +108,8 @@ export function talosconfigCertificates(talosconfig: string, now: number): Certi
   const doc = parseSecretYaml("the talosconfig output", talosconfig);
   const contexts = record(doc.contexts);
   const names = Object.keys(contexts);
-  const current = typeof doc.context === "string" ? doc.context : names.length === 1 ? names[0] : undefined;
+  const current =
+    typeof doc.context === "string" ? doc.context : names.length === 1 ? names[0] : undefined;
   const context = current === undefined ? undefined : contexts[current];
   if (context === undefined) {
     throw new UserError({
@@ -123,8 +121,18 @@ export function talosconfigCertificates(talosconfig: string, now: number): Certi
   }
   const { crt, ca } = record(context);
   return [
-    reportCertificate("talosconfig client", "talosconfig client", certificateFromBase64(`talosconfig ${current}.crt`, crt), now),
-    reportCertificate("Talos CA", "Talos CA", certificateFromBase64(`talosconfig ${current}.ca`, ca), now),
+    reportCertificate(
+      "talosconfig client",
+      "talosconfig client",
+      certificateFromBase64(`talosconfig ${current}.crt`, crt),
+      now,
+    ),
+    reportCertificate(
+      "Talos CA",
+      "Talos CA",
+      certificateFromBase64(`talosconfig ${current}.ca`, ca),
+      now,
+    ),
   ];
 }
 
@@ -133,7 +141,7 @@ export function kubeconfigCertificates(kubeconfig: string, now: number): Certifi
   const doc = parseSecretYaml("the kubeconfig output", kubeconfig);
   const byName = (list: unknown, name: unknown) => {
     const items = Array.isArray(list) ? list.map(record) : [];
-    return record((items.find((item) => item.name === name) ?? (items.length === 1 ? items[0] : {})));
+    return record(items.find((item) => item.name === name) ?? (items.length === 1 ? items[0] : {}));
   };
   const context = record(byName(doc.contexts, doc["current-context"]).context);
   const cluster = record(byName(doc.clusters, context.cluster).cluster);
@@ -148,26 +156,13 @@ export function kubeconfigCertificates(kubeconfig: string, now: number): Certifi
     reportCertificate(
       "Kubernetes CA",
       "Kubernetes CA",
-      certificateFromBase64("kubeconfig certificate-authority-data", cluster["certificate-authority-data"]),
+      certificateFromBase64(
+        "kubeconfig certificate-authority-data",
+        cluster["certificate-authority-data"],
+      ),
       now,
     ),
   ];
-}
-
-/** The default and the drift job's threshold: a certificate with fewer days left fails `certs`. */
-export const DEFAULT_MIN_DAYS = 30;
-
-/** Parses `--min-days`: a whole number of days, 0 or more. */
-export function parseMinDays(value: string): number {
-  if (!/^\d+$/.test(value.trim())) {
-    throw new UserError({
-      what: "--min-days",
-      problem: "must be a whole number of days",
-      got: JSON.stringify(value),
-      fix: `Give e.g. --min-days ${DEFAULT_MIN_DAYS}`,
-    });
-  }
-  return Number(value.trim());
 }
 
 /** The certificates under the threshold: expired or with fewer than `minDays` whole days left. */

@@ -32,7 +32,10 @@ export interface CertificateSurvey {
 /** The talosconfig's client certificate and key, decoded in memory, offered to apid. */
 function clientIdentity(talosconfig: string): ClientIdentity | undefined {
   try {
-    const doc = parse(talosconfig) as { context?: string; contexts?: Record<string, { crt?: string; key?: string }> };
+    const doc = parse(talosconfig) as {
+      context?: string;
+      contexts?: Record<string, { crt?: string; key?: string }>;
+    };
     const context = doc.contexts?.[doc.context ?? ""] ?? Object.values(doc.contexts ?? {})[0];
     if (!context?.crt || !context.key) return undefined;
     return {
@@ -92,7 +95,9 @@ export function renewalHint(env: string, expiring: readonly CertificateReport[])
     hints.push("a CA: it has to be rotated (docs/day-two.md#certificates)");
   }
   if (kinds.has("node API (apid)")) {
-    hints.push("a node's API certificate: Talos renews it itself; a reboot of the node issues a new one");
+    hints.push(
+      "a node's API certificate: Talos renews it itself; a reboot of the node issues a new one",
+    );
   }
   return hints;
 }

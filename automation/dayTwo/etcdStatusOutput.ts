@@ -18,7 +18,8 @@ const UNITS: Readonly<Record<string, number>> = {
 /** `17 MB` → 17000000 bytes (approximate: humanize rounds to a few digits). */
 export function parseHumanBytes(text: string): number {
   const match = /^(\d+(?:\.\d+)?)\s*([kKMGTP]?B)$/.exec(text.trim());
-  if (!match || UNITS[match[2]] === undefined) throw new Error(`not a size: ${JSON.stringify(text)}`);
+  if (!match || UNITS[match[2]] === undefined)
+    throw new Error(`not a size: ${JSON.stringify(text)}`);
   return Math.round(Number(match[1]) * UNITS[match[2]]);
 }
 
@@ -48,7 +49,9 @@ export function parseEtcdStatus(output: string): EtcdMemberStatus {
   const rows = parseTable(output);
   const row = rows[0];
   if (!row || !row.MEMBER || !row["DB SIZE"]) {
-    throw new Error(`talosctl etcd status printed no member: ${JSON.stringify(output.slice(0, 200))}`);
+    throw new Error(
+      `talosctl etcd status printed no member: ${JSON.stringify(output.slice(0, 200))}`,
+    );
   }
   const inUse = /^(.+?)\s*\(([\d.]+)%\)$/.exec(row["IN USE"] ?? "");
   if (!inUse) throw new Error(`talosctl etcd status: no IN USE in ${JSON.stringify(row)}`);

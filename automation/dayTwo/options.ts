@@ -103,3 +103,19 @@ export function kubernetesTarget(value: string): string {
   }
   return version.version;
 }
+
+/** The default and the drift job's threshold: a certificate with fewer days left fails `certs`. */
+export const DEFAULT_MIN_DAYS = 30;
+
+/** Parses `--min-days`: a whole number of days, 0 or more. */
+export function parseMinDays(value: string): number {
+  if (!/^\d+$/.test(value.trim())) {
+    throw new UserError({
+      what: "--min-days",
+      problem: "must be a whole number of days",
+      got: JSON.stringify(value),
+      fix: `Give e.g. --min-days ${DEFAULT_MIN_DAYS}`,
+    });
+  }
+  return Number(value.trim());
+}

@@ -498,7 +498,8 @@ export class FakeTalos implements TalosClient {
     const n = this.reach(node);
     this.log.push(`etcd status ${n.name}`);
     const member = this.memberOf(n.name);
-    if (!member) throw new Error(`rpc error: code = Unavailable desc = etcd is not running on ${n.name}`);
+    if (!member)
+      throw new Error(`rpc error: code = Unavailable desc = etcd is not running on ${n.name}`);
     const db = this.etcdDb.get(n.name) ?? { size: 20_000_000, inUse: 10_000_000 };
     return {
       memberId: member.id,
