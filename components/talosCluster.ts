@@ -14,6 +14,11 @@ import { ImageCatalog } from "./talos/imageFactory";
 import { ConfigDocument, MachineFacts, machinePatches } from "./talos/patches";
 import { checkUserDataSizes } from "./talos/userDataGate";
 
+/**
+ * How long before its expiry the provider renews the admin kubeconfig's client certificate
+ * (docs/day-two.md#certificates): 90 days, at least 60 before the drift job's 30-day alarm.
+ */
+export const KUBECONFIG_RENEWAL = "2160h";
 /** Inputs of a {@link TalosCluster}: validated settings, never raw config. */
 export interface TalosClusterArgs {
   readonly cluster: ClusterSpec;
@@ -268,6 +273,10 @@ export class TalosCluster extends pulumi.ComponentResource {
       `${name}-kubeconfig`,
       {
         clientConfiguration: client,
+        // The provider regenerates the admin client certificate (valid 365 days) on any run whose
+        // plan finds it expiring within this window (its ModifyPlan; default 720h). 90 days leaves
+        // the 60 days between this window and `certs`' 30-day alarm for an ordinary `up` to renew it.
+        certificateRenewalDuration: KUBECONFIG_RENEWAL,
         // Fetched only once the health gate passed, when there is one.
         node: this.health
           ? pulumi.all([this.health, first.machine.talosAddress]).apply(([, address]) => address)

@@ -314,6 +314,8 @@ describe("TalosCluster on Proxmox and bare metal", () => {
       const kubeconfig = recorder.ofType(T.kubeconfig);
       assert.equal(kubeconfig.length, 1);
       assert.equal(kubeconfig[0].inputs.node, "192.0.2.11");
+      // Renewed by any up within 90 days of its expiry, 60 days before certs' 30-day alarm.
+      assert.equal(kubeconfig[0].inputs.certificateRenewalDuration, "2160h");
       assert.ok(kubeconfig[0].options.dependencies.includes(recorder.ofType(T.bootstrap)[0].urn));
     });
 

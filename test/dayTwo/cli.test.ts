@@ -87,6 +87,13 @@ describe("scheduled drift workflow", () => {
   it("runs the drift command and installs the talosctl of the stack's Talos version", () => {
     const runs = job.steps.map((s) => s.run ?? "").join("\n");
     assert.match(runs, /npm run --silent platform -- drift "\$\{\{ matrix\.env \}\}"/);
+    // The certificate check fails the job at 30 days left, health on an unhealthy cluster; both
+    // run even when drift was found.
+    assert.match(runs, /platform -- certs "\$\{\{ matrix\.env \}\}" --min-days 30/);
+    assert.match(runs, /platform -- health "\$\{\{ matrix\.env \}\}"/);
+    for (const step of job.steps.filter((s) => /platform -- (certs|health)/.test(s.run ?? ""))) {
+      assert.equal((step as { if?: string }).if, "success() || failure()");
+    }
     assert.match(runs, /talosVersion/);
     assert.match(runs, /releases\/download\/\$\{?version\}?\/talosctl-linux-amd64/);
   });

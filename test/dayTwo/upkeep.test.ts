@@ -12,6 +12,7 @@ import {
   talosconfigCertificates,
 } from "../../automation/dayTwo/certificates";
 import { parseMinDays } from "../../automation/dayTwo/options";
+import type { PeerCertificateReader } from "../../automation/dayTwo/peerCertificate";
 import {
   parseEtcdAlarms,
   parseEtcdStatus,
@@ -69,11 +70,12 @@ function certFixture(daysBeforeClientExpiry: number) {
   f.clock.time = notAfter("talos-client") - daysBeforeClientExpiry * DAY - 3_600_000;
   const handshakes: string[] = [];
   const unreachable = new Set<string>();
-  f.ctx.dayTwo.peerCertificate = async (host, port) => {
+  const reader: PeerCertificateReader = async (host, port) => {
     handshakes.push(`${host}:${port}`);
     if (unreachable.has(host)) throw new Error(`connect ECONNREFUSED ${host}:${port}`);
     return new X509Certificate(pem("apid"));
   };
+  Object.assign(f.ctx.dayTwo!, { peerCertificate: reader });
   return { ...f, handshakes, unreachable };
 }
 
@@ -347,7 +349,7 @@ describe("etcd defrag <env>", () => {
 
   it("is refused in CI like the other commands that change the cluster", async () => {
     const f = dayTwoFixture();
-    f.ctx.env.CI = "true";
+    Object.assign(f.ctx.env, { CI: "true" });
     assert.equal(await runCli(["etcd", "defrag", "staging"], f.ctx), ExitCode.refused);
     assert.deepEqual(f.talos.log, []);
   });
