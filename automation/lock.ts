@@ -105,14 +105,18 @@ export function fileLeaseStore(file: string): LeaseStore {
         throw error;
       }
       try {
-        fs.writeFileSync(fd, body);
+        // fsync and close report a full disk too (delayed allocation): only then is the lease there.
+        try {
+          fs.writeFileSync(fd, body);
+          fs.fsyncSync(fd);
+        } finally {
+          fs.closeSync(fd);
+        }
       } catch (error) {
         // A full disk must not leave an empty lease behind that locks the stack.
-        fs.closeSync(fd);
         fs.rmSync(file, { force: true });
         throw error;
       }
-      fs.closeSync(fd);
       return true;
     },
     async read() {
@@ -257,6 +261,8 @@ export interface LeaseOptions {
   readonly isAlive?: (pid: number) => boolean;
   /** How often to renew the lease while held. @default LEASE_RENEW_MS */
   readonly renewEveryMs?: number;
+  /** How long an empty lease may stay empty before it is taken over. @default EMPTY_LEASE_GRACE_MS */
+  readonly emptyGraceMs?: number;
   /** Release on process exit as well, where the store can do it synchronously (default true). */
   readonly releaseOnExit?: boolean;
 }
@@ -289,6 +295,24 @@ function isStale(holder: LockHolder, options: LeaseOptions, now: Date): boolean 
   if (holder.host === host && holder.pid > 0) return !isAlive(holder.pid);
   const renewed = Date.parse(holder.renewedAt);
   return Number.isFinite(renewed) && now.getTime() - renewed > LEASE_TTL_MS;
+}
+
+/**
+ * How long an empty lease is given to get its content: a run writes it right after creating it,
+ * so one still empty after this is a write that failed (a full disk, a crash) and is taken over.
+ */
+export const EMPTY_LEASE_GRACE_MS = 2_000;
+
+/** A lease without content: nobody can say whose it is or whether it is renewed. */
+function isEmptyLease(body: string): boolean {
+  return body.trim() === "";
+}
+
+/** Whether a lease read empty is still empty, unchanged, after the grace period. */
+async function stillEmpty(options: LeaseOptions, version: string): Promise<boolean> {
+  await new Promise((resolve) => setTimeout(resolve, options.emptyGraceMs ?? EMPTY_LEASE_GRACE_MS));
+  const again = await options.store.read();
+  return again !== undefined && again.version === version && isEmptyLease(again.body);
 }
 
 function lockedError(options: LeaseOptions, holder: LockHolder | undefined): UserError {
@@ -332,7 +356,10 @@ export async function acquireLease(options: LeaseOptions): Promise<StackLock> {
     const found = await options.store.read();
     if (found === undefined) continue; // released between our attempt and the read
     const other = parseHolder(found.body);
-    if (!isStale(other, options, now()) || !(await options.store.remove(found.version))) {
+    const stale = isEmptyLease(found.body)
+      ? await stillEmpty(options, found.version)
+      : isStale(other, options, now());
+    if (!stale || !(await options.store.remove(found.version))) {
       throw lockedError(options, other);
     }
   }

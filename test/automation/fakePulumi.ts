@@ -79,10 +79,30 @@ if (args[0] === "stack" && args[1] === "init") {
   process.exit(0);
 }
 if (args[0] === "stack" && args[1] === "history") { process.stdout.write("[]\n"); process.exit(0); }
-if (args[0] === "stack" && args[1] === "output") { process.stdout.write("{}\n"); process.exit(0); }
+if (args[0] === "stack" && args[1] === "output") {
+  process.stdout.write((process.env.FAKE_PULUMI_OUTPUTS || "{}") + "\n");
+  process.exit(0);
+}
 if (args[0] === "stack" && args[1] === "export") {
   process.stdout.write(JSON.stringify({ version: 3, deployment: { manifest: {}, resources: [] } }) + "\n");
   process.exit(0);
+}
+if (["up", "preview", "refresh", "destroy"].includes(args[0]) && process.env.FAKE_PULUMI_LEAK_SECRETS) {
+  // A provider quoting the credentials it was given, as many do in their errors: in a diagnostic
+  // (plain and JSON-escaped) and on stderr, then failing. Pulumi masks none of it (not secret config).
+  const secrets = Object.values(JSON.parse(process.env.${RUN_SECRETS_ENV} || "{}"));
+  const leak = secrets.map((value) => "value " + value + " (json " + JSON.stringify(value) + ")").join("; ");
+  const log = flag("--event-log");
+  if (log) {
+    fs.writeFileSync(log, [
+      { sequence: 0, timestamp: 1, preludeEvent: { config: {} } },
+      { sequence: 1, timestamp: 1, diagnosticEvent: { message: "error: 401 Unauthorized: " + leak + "\n", color: "never", severity: "error", prefix: "error: " } },
+      { sequence: 2, timestamp: 1, summaryEvent: { maybeCorrupt: false, durationSeconds: 1, resourceChanges: {}, PolicyPacks: {}, isPreview: args[0] === "preview", result: "failed" } },
+      { sequence: 3, timestamp: 1, cancelEvent: {} },
+    ].map((l) => JSON.stringify(l)).join("\n") + "\n");
+  }
+  process.stderr.write("error: the provider refused the credentials: " + leak + "\n");
+  process.exit(255);
 }
 if (["up", "preview", "refresh", "destroy"].includes(args[0])) {
   saveDataKey(undefined);
