@@ -308,11 +308,22 @@ function isEmptyLease(body: string): boolean {
   return body.trim() === "";
 }
 
-/** Whether a lease read empty is still empty, unchanged, after the grace period. */
-async function stillEmpty(options: LeaseOptions, version: string): Promise<boolean> {
+/**
+ * The lease found empty, read again after the grace period: as it was (still empty, the same
+ * version: a write that failed), with the content its run wrote meanwhile, or undefined if gone.
+ */
+async function afterEmptyGrace(
+  options: LeaseOptions,
+  found: { readonly body: string; readonly version: string },
+): Promise<{ readonly body: string; readonly version: string } | undefined> {
   await new Promise((resolve) => setTimeout(resolve, options.emptyGraceMs ?? EMPTY_LEASE_GRACE_MS));
   const again = await options.store.read();
-  return again !== undefined && again.version === version && isEmptyLease(again.body);
+  if (again === undefined) return undefined;
+  // Emptied again by another run after its own write: not the lease first seen, so not stale.
+  if (again.version !== found.version && isEmptyLease(again.body)) {
+    return { body: '{"pid":-1,"host":"unknown"}', version: again.version };
+  }
+  return again;
 }
 
 function lockedError(options: LeaseOptions, holder: LockHolder | undefined): UserError {
@@ -355,11 +366,12 @@ export async function acquireLease(options: LeaseOptions): Promise<StackLock> {
     }
     const found = await options.store.read();
     if (found === undefined) continue; // released between our attempt and the read
-    const other = parseHolder(found.body);
-    const stale = isEmptyLease(found.body)
-      ? await stillEmpty(options, found.version)
-      : isStale(other, options, now());
-    if (!stale || !(await options.store.remove(found.version))) {
+    const settled = isEmptyLease(found.body) ? await afterEmptyGrace(options, found) : found;
+    if (settled === undefined) continue; // released meanwhile
+    const other = parseHolder(settled.body);
+    // Still empty and unchanged after the grace period: a write that failed, nobody's lease.
+    const stale = isEmptyLease(settled.body) || isStale(other, options, now());
+    if (!stale || !(await options.store.remove(settled.version))) {
       throw lockedError(options, other);
     }
   }
