@@ -2,6 +2,8 @@
 // empty lease, the state folder's mode, a filesystem error's message, stack files that cannot be read.
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
+// node:fs itself (the namespace import above is a read-only view of it), to simulate a full disk.
+import nodeFs from "node:fs";
 import * as path from "node:path";
 import { runCli } from "../../automation/cli";
 import { ExitCode, reportError } from "../../automation/errors";
@@ -78,6 +80,24 @@ describe("filesystem hardening", () => {
     });
     assert.equal(parseHolder(fs.readFileSync(file, "utf8")).id, held.holder.id);
     await held.release();
+  });
+
+  it("removes its lease file when writing it fails (a full disk), so no empty lease is left", async () => {
+    const file = lockPath(path.join(makeRepo(), ".pulumi-state", "locks"), "talos-platform", "dev");
+    // The module's fs is node:fs itself: a full disk is simulated at the flush of the lease.
+    const realFsync = nodeFs.fsyncSync;
+    const full = Object.assign(new Error("ENOSPC: no space left on device, fsync"), {
+      code: "ENOSPC",
+    });
+    nodeFs.fsyncSync = () => {
+      throw full;
+    };
+    try {
+      await assert.rejects(fileLeaseStore(file).create("{}\n"), /ENOSPC/);
+    } finally {
+      nodeFs.fsyncSync = realFsync;
+    }
+    assert.equal(fs.existsSync(file), false);
   });
 
   it("does not take over a lease that gets its content within the grace period", async () => {
