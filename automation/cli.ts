@@ -375,7 +375,6 @@ function operationRequest(
  * echoes it: printed raw, it would rewrite the operator's terminal or forge lines in a CI log.
  */
 function refuseControlCharacters(argv: readonly string[]): void {
-  // eslint-disable-next-line no-control-regex
   const bad = argv.find((arg) => /[\u0000-\u001f\u007f-\u009f]/.test(arg));
   if (bad === undefined) return;
   throw new UserError({
