@@ -25,16 +25,22 @@ const KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: []\n";
 describe("redaction and refusals on the command line", function () {
   this.timeout(1_200_000);
   const results = new Map<string, ProcessResult>();
-  const fake = new FakePulumi();
-  const folder = tempDir("hardening-");
-  const summary = path.join(folder, "preview.md");
-  const existing = path.join(folder, "other-cluster.kubeconfig");
-  const same = path.join(folder, "same.kubeconfig");
-  const link = path.join(folder, "link.kubeconfig");
-  const forced = path.join(folder, "forced.kubeconfig");
+  let fake: FakePulumi;
+  let summary: string;
+  let existing: string;
+  let link: string;
+  let forced: string;
 
   before(async function () {
     if (listEnvironments(resolveLayer(ROOT, "foundation")).length === 0) this.skip();
+    // Made here, not when the file loads: other files' `after` hooks clean every temporary folder.
+    fake = new FakePulumi();
+    const folder = tempDir("hardening-");
+    summary = path.join(folder, "preview.md");
+    existing = path.join(folder, "other-cluster.kubeconfig");
+    link = path.join(folder, "link.kubeconfig");
+    const same = path.join(folder, "same.kubeconfig");
+    forced = path.join(folder, "forced.kubeconfig");
     fake.addStack(ENV);
     fs.writeFileSync(existing, "the other cluster's context\n");
     fs.writeFileSync(forced, "the other cluster's context\n");
@@ -83,7 +89,7 @@ describe("redaction and refusals on the command line", function () {
     await Promise.all([worker(), worker()]);
   });
   after(() => {
-    fake.remove();
+    fake?.remove();
     cleanupTemp();
   });
 
