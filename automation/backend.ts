@@ -13,6 +13,7 @@
 import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { maskUrl, urlCredential } from "../components/config/urlCredentials";
 import { ExitCode, UserError } from "./errors";
 import { createPrivateFileOnce, ensurePrivateDir } from "./files";
 import { type Env, isCi } from "./env";
@@ -47,6 +48,33 @@ export function stateDir(repoRoot: string): string {
 
 /** Applies the backend precedence documented at the top of this file. */
 export function chooseBackend(input: {
+  readonly env: Env;
+  readonly layer: Layer;
+  readonly stackFile: StackFile;
+  readonly repoRoot: string;
+}): BackendChoice {
+  return refuseUrlCredential(chooseBackendUnchecked(input));
+}
+
+/**
+ * A backend URL carrying a credential (`postgres://user:password@…`, `?token=…`) is refused
+ * wherever it came from: the CLI prints the backend on every run (`stacks`, `preview`, `init`, the
+ * commands it suggests), and a URL is no place for a secret. The message shows it masked.
+ */
+function refuseUrlCredential(choice: BackendChoice): BackendChoice {
+  const credential = urlCredential(choice.url);
+  if (credential === undefined) return choice;
+  throw new UserError({
+    what: `backend (${choice.source})`,
+    problem: `must not carry a credential in its URL, and it holds ${credential}`,
+    got: JSON.stringify(maskUrl(choice.url)),
+    fix:
+      "Take the credential out of the URL and give it to the backend's client the way it reads it " +
+      "outside a URL (cloud credentials for gs://, s3:// and azblob://, PULUMI_ACCESS_TOKEN for Pulumi Cloud)",
+  });
+}
+
+function chooseBackendUnchecked(input: {
   readonly env: Env;
   readonly layer: Layer;
   readonly stackFile: StackFile;

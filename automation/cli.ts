@@ -12,6 +12,7 @@ import type { CliContext } from "./context";
 import { DAY_TWO_EXAMPLES, registerDayTwoCommands } from "./commands/dayTwo";
 import { ExitCode, type ExitCodeValue, UserError, reportError } from "./errors";
 import type { Operation } from "./guards";
+import { Redactor } from "./redaction";
 import { DEFAULT_LAYER, LAYER_CHOICES, LAYER_NAMES, type LayerName } from "./layerNames";
 
 /** How the operator runs the CLI; used in usage lines and messages. */
@@ -160,18 +161,25 @@ export function buildProgram(ctx: CliContext, done: (code: ExitCodeValue) => voi
       .addOption(layerOption(false))
       .addOption(installCliOption())
       .option("--out <file>", `where to write it (default: ./<env>.${kind})`)
-      .action(async (env: string, options: { layer: LayerName; out?: string } & CliOptions) => {
-        const { writeCredential } = await import("./commands/outputs");
-        done(
-          await writeCredential(ctx, {
-            kind,
-            layer: options.layer,
-            env,
-            installCli: options.installCli === true,
-            ...(options.out !== undefined ? { out: options.out } : {}),
-          }),
-        );
-      });
+      .option("--force", "replace an existing file that holds other content")
+      .action(
+        async (
+          env: string,
+          options: { layer: LayerName; out?: string; force?: boolean } & CliOptions,
+        ) => {
+          const { writeCredential } = await import("./commands/outputs");
+          done(
+            await writeCredential(ctx, {
+              kind,
+              layer: options.layer,
+              env,
+              installCli: options.installCli === true,
+              ...(options.out !== undefined ? { out: options.out } : {}),
+              force: options.force === true,
+            }),
+          );
+        },
+      );
   }
 
   program
@@ -363,15 +371,50 @@ function operationRequest(
 }
 
 /**
+ * An argument with a control character (an escape sequence, a newline) is refused before anything
+ * echoes it: printed raw, it would rewrite the operator's terminal or forge lines in a CI log.
+ */
+function refuseControlCharacters(argv: readonly string[]): void {
+  const bad = argv.find((arg) => /[\u0000-\u001f\u007f-\u009f]/.test(arg));
+  if (bad === undefined) return;
+  throw new UserError({
+    what: "command line",
+    problem: "an argument holds a control character",
+    got: JSON.stringify(bad).replace(
+      /[\u007f-\u009f]/g,
+      (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+    ),
+    fix: "Type the environment name and the other arguments in printable characters",
+  });
+}
+
+/**
+ * The context with the run's credential values replaced in everything it prints: the values in the
+ * environment now, those found later (Bitwarden, the CI job's OIDC token) as they are found.
+ */
+function redactedContext(ctx: CliContext): CliContext {
+  const redactor = ctx.redactor ?? new Redactor();
+  redactor.addEnvironment(ctx.env);
+  return {
+    ...ctx,
+    redactor,
+    stdout: redactor.wrap(ctx.stdout),
+    stderr: redactor.wrap(ctx.stderr),
+  };
+}
+
+/**
  * Runs the CLI with the arguments after `npm run platform --`; resolves to the exit code. Never
  * rejects: every error has been printed by then.
  */
-export async function runCli(argv: readonly string[], ctx: CliContext): Promise<ExitCodeValue> {
+export async function runCli(argv: readonly string[], given: CliContext): Promise<ExitCodeValue> {
+  const ctx = redactedContext(given);
   let code: ExitCodeValue = ExitCode.ok;
   const program = buildProgram(ctx, (result) => {
     code = result;
   });
   try {
+    refuseControlCharacters(argv);
     await program.parseAsync([...argv], { from: "user" });
     return code;
   } catch (error) {

@@ -7,6 +7,7 @@ import type { FetchJson } from "./githubOidc";
 import type { InterruptHandle } from "./interrupts";
 import type { GcsRequest } from "./gcs";
 import type { TextSink } from "./progress";
+import type { Redactor } from "./redaction";
 import type { WorkspaceFactory } from "./workspace";
 
 /** The process a command runs in. */
@@ -50,6 +51,11 @@ export interface CliContext {
   readonly fetchJson?: FetchJson;
   /** Cloud Storage requests for the leases of gs:// stacks (tests: an in-memory bucket). */
   readonly gcs?: GcsRequest;
+  /**
+   * The run's credential values, replaced in everything printed or written (automation/redaction.ts).
+   * runCli sets it, and wraps stdout and stderr with it.
+   */
+  readonly redactor?: Redactor;
   /** Random bytes for the generated passphrase (injectable for tests). */
   readonly random?: (size: number) => Buffer;
 }

@@ -136,7 +136,7 @@ export interface ResolvedCredentials {
   readonly engineEnv: Readonly<Record<string, string>>;
   /**
    * Full config keys the stack file also holds though this run found them in Bitwarden or the
-   * environment: what an older version of this CLI left there when a run was killed.
+   * environment, which come first: kept there (it may be stored on purpose), and named in a note.
    */
   readonly leftInStackFile: readonly string[];
 }

@@ -240,6 +240,37 @@ export function errorReason(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/** What the operator can do about a filesystem error, by its code. */
+const FILESYSTEM_FIXES: Readonly<Record<string, string>> = {
+  EACCES: "Give your user access to it (or run from a checkout you own)",
+  EPERM: "Give your user access to it (or run from a checkout you own)",
+  EROFS: "The file system is read-only: run from a writable checkout",
+  ENOSPC: "The disk is full: free some space and rerun",
+  EDQUOT: "The disk quota is exhausted: free some space and rerun",
+  EISDIR: "Name a file, not a folder",
+  ENOTDIR: "A part of the path is a file, not a folder: fix the path",
+  ELOOP: "The path loops through symbolic links: fix them",
+  ENAMETOOLONG: "Use a shorter path",
+  EMFILE: "Too many files are open: raise the limit (ulimit -n) and rerun",
+};
+
+/**
+ * A filesystem error (a read-only checkout, a full disk, a file without permission) as the
+ * operator's problem naming the path, exit 2, instead of an "unexpected error": it is not a bug.
+ */
+export function filesystemError(error: unknown): UserError | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const { code, path: file, syscall } = error as NodeJS.ErrnoException;
+  const fix = code === undefined ? undefined : FILESYSTEM_FIXES[code];
+  if (fix === undefined || typeof file !== "string") return undefined;
+  return new UserError({
+    what: file,
+    problem: `could not be ${syscall === undefined ? "used" : `used (${syscall})`}`,
+    got: code ?? "an error",
+    fix,
+  });
+}
+
 /** Where errors are written. */
 interface ErrorSink {
   write(text: string): void;
@@ -250,6 +281,11 @@ interface ErrorSink {
  * get a stack trace, and only when PLATFORM_DEBUG is set.
  */
 export function reportError(error: unknown, stderr: ErrorSink, debug = false): ExitCodeValue {
+  const fileProblem = filesystemError(error);
+  if (fileProblem) {
+    stderr.write(`${fileProblem.message}\n`);
+    return fileProblem.exitCode;
+  }
   if (error instanceof UserError || error instanceof OperationFailedError) {
     stderr.write(`${error.message}\n`);
     return error.exitCode;

@@ -9,9 +9,16 @@ export const PRIVATE_FILE_MODE = 0o600;
 /** Owner only. */
 const PRIVATE_DIR_MODE = 0o700;
 
-/** Creates a folder (and its parents) readable by its owner only when it is new. */
+/**
+ * Creates a folder (and its parents) readable by its owner only; a folder this user created
+ * earlier with looser permissions (`.pulumi-state` made 0755 by an older version, or by hand) is
+ * tightened to 0700, since it holds state and the generated passphrase.
+ */
 export function ensurePrivateDir(dir: string): void {
   fs.mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+  const stat = fs.statSync(dir);
+  const ours = typeof process.getuid !== "function" || stat.uid === process.getuid();
+  if (ours && (stat.mode & 0o077) !== 0) fs.chmodSync(dir, PRIVATE_DIR_MODE);
 }
 
 /**

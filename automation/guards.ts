@@ -35,7 +35,8 @@ interface GuardRequest {
 export function checkGuards(request: GuardRequest, env: Env): void {
   const { operation, layer } = request;
   const workstationOnly = WORKSTATION_ONLY_LAYERS[layer];
-  if ((operation === "up" || operation === "destroy") && workstationOnly && isCi(env)) {
+  // refresh writes the state as much as up does, and talks to the same cluster and backend.
+  if (operation !== "preview" && workstationOnly && isCi(env)) {
     throw new UserError(
       {
         what: `${operation} ${layer}/${request.env}`,

@@ -182,10 +182,57 @@ export function readStackFile(layer: Layer, env: string): StackFile {
   };
 }
 
+/**
+ * The largest stack file read: real ones are a few kilobytes, and YAML parsing a huge one (a file
+ * written by mistake) would run Node.js out of memory after a minute instead of saying so.
+ */
+export const MAX_STACK_FILE_BYTES = 1024 * 1024;
+
+/** A stack file's text, refused when it is not a regular file, unreadable or too large. */
+function readStackFileText(file: string): string {
+  let stat: fs.Stats;
+  try {
+    stat = fs.statSync(file);
+  } catch (error) {
+    throw unreadable(file, error);
+  }
+  if (!stat.isFile()) {
+    throw new UserError({
+      what: file,
+      problem: "must be a regular file",
+      got: stat.isDirectory() ? "a folder" : "another kind of file",
+      fix: "Replace it with the file itself",
+    });
+  }
+  if (stat.size > MAX_STACK_FILE_BYTES) {
+    throw new UserError({
+      what: file,
+      problem: `is too large for a stack file (at most ${MAX_STACK_FILE_BYTES / 1024 / 1024} MiB)`,
+      got: `${stat.size} bytes`,
+      fix: "Restore the file (git checkout -- <file>)",
+    });
+  }
+  try {
+    return fs.readFileSync(file, "utf8");
+  } catch (error) {
+    throw unreadable(file, error);
+  }
+}
+
+function unreadable(file: string, error: unknown): UserError {
+  return new UserError({
+    what: file,
+    problem: "could not be read",
+    got: (error as NodeJS.ErrnoException).code ?? JSON.stringify(String(error)),
+    fix: "Make it readable by your user",
+  });
+}
+
 function readYamlMapping(file: string): Record<string, unknown> {
+  const text = readStackFileText(file);
   let parsed: unknown;
   try {
-    parsed = parse(fs.readFileSync(file, "utf8"));
+    parsed = parse(text);
   } catch (error) {
     throw new UserError({
       what: file,

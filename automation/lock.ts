@@ -105,14 +105,18 @@ export function fileLeaseStore(file: string): LeaseStore {
         throw error;
       }
       try {
-        fs.writeFileSync(fd, body);
+        // fsync and close report a full disk too (delayed allocation): only then is the lease there.
+        try {
+          fs.writeFileSync(fd, body);
+          fs.fsyncSync(fd);
+        } finally {
+          fs.closeSync(fd);
+        }
       } catch (error) {
         // A full disk must not leave an empty lease behind that locks the stack.
-        fs.closeSync(fd);
         fs.rmSync(file, { force: true });
         throw error;
       }
-      fs.closeSync(fd);
       return true;
     },
     async read() {
@@ -257,6 +261,8 @@ export interface LeaseOptions {
   readonly isAlive?: (pid: number) => boolean;
   /** How often to renew the lease while held. @default LEASE_RENEW_MS */
   readonly renewEveryMs?: number;
+  /** How long an empty lease may stay empty before it is taken over. @default EMPTY_LEASE_GRACE_MS */
+  readonly emptyGraceMs?: number;
   /** Release on process exit as well, where the store can do it synchronously (default true). */
   readonly releaseOnExit?: boolean;
 }
@@ -289,6 +295,35 @@ function isStale(holder: LockHolder, options: LeaseOptions, now: Date): boolean 
   if (holder.host === host && holder.pid > 0) return !isAlive(holder.pid);
   const renewed = Date.parse(holder.renewedAt);
   return Number.isFinite(renewed) && now.getTime() - renewed > LEASE_TTL_MS;
+}
+
+/**
+ * How long an empty lease is given to get its content: a run writes it right after creating it,
+ * so one still empty after this is a write that failed (a full disk, a crash) and is taken over.
+ */
+export const EMPTY_LEASE_GRACE_MS = 2_000;
+
+/** A lease without content: nobody can say whose it is or whether it is renewed. */
+function isEmptyLease(body: string): boolean {
+  return body.trim() === "";
+}
+
+/**
+ * The lease found empty, read again after the grace period: as it was (still empty, the same
+ * version: a write that failed), with the content its run wrote meanwhile, or undefined if gone.
+ */
+async function afterEmptyGrace(
+  options: LeaseOptions,
+  found: { readonly body: string; readonly version: string },
+): Promise<{ readonly body: string; readonly version: string } | undefined> {
+  await new Promise((resolve) => setTimeout(resolve, options.emptyGraceMs ?? EMPTY_LEASE_GRACE_MS));
+  const again = await options.store.read();
+  if (again === undefined) return undefined;
+  // Emptied again by another run after its own write: not the lease first seen, so not stale.
+  if (again.version !== found.version && isEmptyLease(again.body)) {
+    return { body: '{"pid":-1,"host":"unknown"}', version: again.version };
+  }
+  return again;
 }
 
 function lockedError(options: LeaseOptions, holder: LockHolder | undefined): UserError {
@@ -331,8 +366,12 @@ export async function acquireLease(options: LeaseOptions): Promise<StackLock> {
     }
     const found = await options.store.read();
     if (found === undefined) continue; // released between our attempt and the read
-    const other = parseHolder(found.body);
-    if (!isStale(other, options, now()) || !(await options.store.remove(found.version))) {
+    const settled = isEmptyLease(found.body) ? await afterEmptyGrace(options, found) : found;
+    if (settled === undefined) continue; // released meanwhile
+    const other = parseHolder(settled.body);
+    // Still empty and unchanged after the grace period: a write that failed, nobody's lease.
+    const stale = isEmptyLease(settled.body) || isStale(other, options, now());
+    if (!stale || !(await options.store.remove(settled.version))) {
       throw lockedError(options, other);
     }
   }

@@ -1,8 +1,8 @@
 // The CLI never writes a stack file during a run: credentials travel in the engine's environment,
 // and only the engine writes Pulumi's own keys (`encryptedkey` of a KMS secrets provider,
 // `encryptionsalt` of a passphrase) when it creates the stack or its data key. Two things remain:
-// cleaning credentials an older version of this CLI left behind (it set them as secret config for a
-// run and restored the file in a `finally`, which a second Ctrl-C, SIGKILL or OOM skipped), and
+// removing config keys while keeping the layout (runs no longer call it: a secret the stack file
+// holds beside the run's own credential is kept, since it may be stored there on purpose), and
 // putting back the operator's comments and layout when the engine rewrote the file only to add its
 // data key (which must then be committed). Every write is atomic and never replaces an edit made
 // meanwhile.

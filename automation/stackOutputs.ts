@@ -35,6 +35,7 @@ async function openForReading(
   // A GCP key kept in Bitwarden must reach the engine too: gs:// and gcpkms:// read
   // GOOGLE_CREDENTIALS (docs/credentials.md).
   const bitwarden = await listBitwardenSecrets(ctx.env, ctx.bws ?? execBws);
+  ctx.redactor?.addAll(bitwarden?.values() ?? []);
   const stack = await ctx.workspaces.openStack({
     workDir: layer.dir,
     stackName: request.env,

@@ -68,10 +68,30 @@ function plan() {
 }
 
 function writeAtomically(file, content) {
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  const temp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(temp, content);
-  fs.renameSync(temp, file);
+  writing(file, () => {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    const temp = `${file}.${process.pid}.tmp`;
+    fs.writeFileSync(temp, content);
+    fs.renameSync(temp, file);
+  });
+}
+
+/**
+ * Runs a write of the build's output; a filesystem error (a read-only checkout, a full disk) stops
+ * the run with the file and what to do instead of a stack trace: the output is stale, so running
+ * it is no option.
+ */
+function writing(file, write) {
+  try {
+    return write();
+  } catch (error) {
+    if (typeof error?.code !== "string" || error.path === undefined) throw error;
+    throw new BuildError(
+      `build: could not write ${path.relative(ROOT, file)} (${error.code}); a source changed since the last build, ` +
+        "and the compiled output must follow it before anything runs. Make the checkout writable (for a read-only " +
+        "one, run `npm run build` before making it read-only) or restore the changed sources, then rerun",
+    );
+  }
 }
 
 function loadCompiler() {
@@ -115,7 +135,7 @@ function compile(files) {
     };
     writeAtomically(`${output}.map`, JSON.stringify(map));
     writeAtomically(output, result.outputText);
-    fs.utimesSync(output, time, time);
+    writing(output, () => fs.utimesSync(output, time, time));
   }
   if (errors.length > 0) {
     throw new BuildError(
@@ -128,7 +148,9 @@ function compile(files) {
 function ensureBuilt() {
   const { changed, orphans } = plan();
   for (const file of orphans) {
-    for (const output of [file, `${file}.map`]) fs.rmSync(path.join(ROOT, output), { force: true });
+    for (const output of [file, `${file}.map`]) {
+      writing(output, () => fs.rmSync(path.join(ROOT, output), { force: true }));
+    }
   }
   if (changed.length === 0) return;
   compile(changed);

@@ -143,6 +143,28 @@ describe("the build (scripts/build.js)", () => {
     assert.match(program.stderr, /components\/greet\.ts:1:/);
   });
 
+  it("a source changed in a checkout that cannot hold the output: one message naming the file, no stack trace", () => {
+    assert.equal(build(repo).status, 0);
+    fs.writeFileSync(
+      path.join(repo, "components", "greet.ts"),
+      "export const greeting = (name: string): string => `hi ${name}`;\n",
+    );
+    // (Tests run as root, who may write anywhere: a folder where the output goes stands in for
+    // a read-only file system.)
+    fs.rmSync(path.join(repo, "dist", "components", "greet.js"));
+    fs.mkdirSync(path.join(repo, "dist", "components", "greet.js"));
+    // A time of its own: the folder just made may share the edit's clock tick.
+    const edited = new Date(Date.now() + 60_000);
+    fs.utimesSync(path.join(repo, "components", "greet.ts"), edited, edited);
+    const failed = build(repo);
+    assert.equal(failed.status, 1);
+    assert.match(
+      failed.stderr,
+      /^build: could not write dist\/components\/greet\.js \(E[A-Z]+\); a source changed since the last build.*Make the checkout writable/m,
+    );
+    assert.doesNotMatch(failed.stderr, /\n\s+at /, "no stack trace");
+  });
+
   it("says what to run when the compiler is not installed", () => {
     fs.rmSync(path.join(repo, "node_modules"));
     const result = build(repo);

@@ -29,7 +29,7 @@ import {
 } from "../layers";
 import { type CredentialSource, type ResolvedCredentials } from "../credentials";
 import { ciAudience, fetchGithubIdToken, githubOidcAvailable } from "../githubOidc";
-import { keepLayout, removeConfigKeys } from "../stackFileRepair";
+import { keepLayout } from "../stackFileRepair";
 import type { StackOperations } from "../workspace";
 import { assertPreflight } from "../dayTwo/preflight/report";
 import { upPreflight } from "../dayTwo/preflight/up";
@@ -175,7 +175,7 @@ export async function runOperation(
   const ready = await prepareRun(ctx, request, layers);
   if (!ready.ok) return ready.exitCode;
   for (const layer of layers) {
-    cleanLeftoverCredentials(ctx, layer, request.env, ready.credentials.get(layer.name)!);
+    noteShadowedCredentials(ctx, layer, request.env, ready.credentials.get(layer.name)!);
   }
   for (const layer of layers) {
     await runOnLayer(
@@ -188,6 +188,11 @@ export async function runOperation(
     );
   }
   return ExitCode.ok;
+}
+
+/** A summary section with the run's credential values replaced: the file becomes a PR comment. */
+function redactSection<T>(ctx: CliContext, section: T): T {
+  return ctx.redactor ? ctx.redactor.redactJson(section) : section;
 }
 
 /** A run that may start: the CLI's version and each layer's credentials. */
@@ -214,6 +219,8 @@ async function prepareRun(
   let bitwardenProblem: string | undefined;
   try {
     bitwarden = await listBitwardenSecrets(ctx.env, ctx.bws ?? execBws);
+    // Every value of the listing: a layer may not use a secret its program still meets elsewhere.
+    ctx.redactor?.addAll(bitwarden?.values() ?? []);
   } catch (error) {
     if (!(error instanceof UserError)) throw error;
     bitwardenProblem = error.message;
@@ -254,12 +261,12 @@ async function prepareRun(
 }
 
 /**
- * Takes out of the stack file the credentials an older version of this CLI left there (it set them
- * as secret config for a run and restored the file in a `finally` that a kill skips), saying so.
- * Only keys this run found in Bitwarden or the environment are removed: the stack's value was
- * shadowed by them anyway.
+ * Notes the credentials the stack file also holds (`pulumi config set --secret`) though this run
+ * takes them from Bitwarden or the environment, which come first. The stack's value is kept: it may
+ * have been stored there on purpose (for runs without Bitwarden or the variable), and an encrypted
+ * value is no leak. Saying so tells the operator which value the run uses.
  */
-function cleanLeftoverCredentials(
+function noteShadowedCredentials(
   ctx: CliContext,
   layer: Layer,
   env: string,
@@ -267,13 +274,12 @@ function cleanLeftoverCredentials(
 ): void {
   if (credentials.leftInStackFile.length === 0) return;
   const file = readStackFile(layer, env).path;
-  const removed = removeConfigKeys(file, credentials.leftInStackFile);
-  if (removed.length === 0) return;
-  const names = removed.map((key) => key.slice(key.indexOf(":") + 1));
+  const names = credentials.leftInStackFile.map((key) => key.slice(key.indexOf(":") + 1));
   ctx.stderr.write(
-    `note: ${path.relative(ctx.repoRoot, file)} held ${names.join(", ")} (encrypted), left there by an older version ` +
-      `of this CLI when a run was killed; removed: this run takes ${names.length > 1 ? "them" : "it"} from ` +
-      `${[...new Set(names.map((n) => credentials.sources[n]))].join(" and ")}. Commit the cleaned file.\n`,
+    `note: ${path.relative(ctx.repoRoot, file)} also holds ${names.join(", ")} (encrypted); this run takes ` +
+      `${names.length > 1 ? "them" : "it"} from ${[...new Set(names.map((n) => credentials.sources[n]))].join(" and ")}, ` +
+      `which comes first, and leaves the stack's value as it is (remove it with \`pulumi config rm <key> --stack ${env}\` ` +
+      `in ${layer.displayDir} if it is not needed).\n`,
   );
 }
 
@@ -344,6 +350,8 @@ async function runOnLayer(
     });
     sources.openbaoJwt = "github-oidc";
   }
+  // What the engine gets in its environment, Pulumi does not mask (automation/redaction.ts).
+  ctx.redactor?.addAll([...Object.values(runSecrets), ...Object.values(credentials.engineEnv)]);
   const found = Object.entries(sources);
   if (found.length > 0) {
     // Names and sources only: a value is never printed.
@@ -528,7 +536,12 @@ async function runOnLayer(
     }
     if (skipped !== undefined) {
       ctx.stdout.write(`${operation} ${target}: skipped; ${skipped}\n`);
-      if (summaryFile) writeSummarySection(summaryFile, skippedSection(layer.name, env, skipped));
+      if (summaryFile) {
+        writeSummarySection(
+          summaryFile,
+          redactSection(ctx, skippedSection(layer.name, env, skipped)),
+        );
+      }
       return;
     }
     renderer.finish({ ok: failure === undefined, cancelled: ctx.signal?.aborted === true });
@@ -538,15 +551,18 @@ async function runOnLayer(
       // A failed preview still gets its section: the pull request shows why it failed.
       writeSummarySection(
         summaryFile,
-        previewSection({
-          layer: layer.name,
-          env,
-          events,
-          ok: failure === undefined,
-          errors: failure ? [failure.message] : [],
-          notes,
-          ...(disruption && failure === undefined ? { disruption } : {}),
-        }),
+        redactSection(
+          ctx,
+          previewSection({
+            layer: layer.name,
+            env,
+            events,
+            ok: failure === undefined,
+            errors: failure ? [failure.message] : [],
+            notes,
+            ...(disruption && failure === undefined ? { disruption } : {}),
+          }),
+        ),
       );
     }
   } finally {

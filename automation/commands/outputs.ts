@@ -1,6 +1,7 @@
 // Reading a stack's outputs: `outputs` prints them with secrets masked, and `kubeconfig` /
 // `talosconfig` write the credential to a 0600 file and print only its path.
 import type { OutputMap } from "@pulumi/pulumi/automation";
+import * as fs from "node:fs";
 import * as path from "node:path";
 import { stringify } from "yaml";
 import type { CliContext } from "../context";
@@ -59,11 +60,56 @@ function defaultCredentialFile(kind: CredentialOutput, env: string): string {
   return `${env}.${kind}`;
 }
 
+/** The largest existing file compared with the credential: a kubeconfig is a few kilobytes. */
+const MAX_COMPARED_BYTES = 1024 * 1024;
+
+/**
+ * Whether the credential's target exists (a regular file); refuses any other kind of file. A device
+ * node, a symbolic link (whose target would be replaced), a folder or a huge file is never what an
+ * operator meant to overwrite with a cluster credential.
+ */
+function credentialTarget(file: string): boolean {
+  let stat: fs.Stats;
+  try {
+    stat = fs.lstatSync(file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
+    throw error;
+  }
+  const kind = stat.isSymbolicLink()
+    ? "a symbolic link"
+    : stat.isDirectory()
+      ? "a folder"
+      : !stat.isFile()
+        ? "a device, socket or pipe"
+        : stat.size > MAX_COMPARED_BYTES
+          ? `a file of ${stat.size} bytes`
+          : undefined;
+  if (kind === undefined) return true;
+  throw new UserError({
+    what: file,
+    problem: "must be a regular file (or not exist yet) to hold a cluster credential",
+    got: kind,
+    fix: "Name a new file with --out (--force replaces only a regular file)",
+  });
+}
+
 /** `kubeconfig <env>` / `talosconfig <env>`: writes the credential with mode 0600, prints the path. */
 export async function writeCredential(
   ctx: CliContext,
-  request: ReadRequest & { readonly kind: CredentialOutput; readonly out?: string },
+  request: ReadRequest & {
+    readonly kind: CredentialOutput;
+    readonly out?: string;
+    /** Replace an existing file with other content. */
+    readonly force?: boolean;
+  },
 ): Promise<ExitCodeValue> {
+  const file = path.resolve(
+    ctx.cwd,
+    request.out ?? defaultCredentialFile(request.kind, request.env),
+  );
+  // Before the engine: a target that can never be written is refused at once.
+  const existing = credentialTarget(file);
   const outputs = await readOutputs(ctx, request);
   const output = outputs[request.kind];
   if (output === undefined || typeof output.value !== "string" || output.value === "") {
@@ -77,10 +123,14 @@ export async function writeCredential(
           : "Use --layer foundation: the foundation layer exports the cluster's credentials",
     });
   }
-  const file = path.resolve(
-    ctx.cwd,
-    request.out ?? defaultCredentialFile(request.kind, request.env),
-  );
+  if (existing && request.force !== true && fs.readFileSync(file, "utf8") !== output.value) {
+    throw new UserError({
+      what: file,
+      problem: `already exists with other content (another cluster's ${request.kind}, or an older one)`,
+      got: "an existing file",
+      fix: `Name another file with --out, or rerun with --force to replace it`,
+    });
+  }
   writePrivateFile(file, output.value);
   const variable = request.kind === "kubeconfig" ? "KUBECONFIG" : "TALOSCONFIG";
   ctx.stdout.write(`${file}\n`);

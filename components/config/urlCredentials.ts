@@ -32,3 +32,21 @@ export function urlCredential(value: string): string | undefined {
   const parameter = [...url.searchParams.keys()].find((name) => SECRET_PARAMETER.test(name));
   return parameter ? `a ${parameter} parameter` : undefined;
 }
+
+/**
+ * The secret parts of a URL, to redact from messages: its password and the values of its query
+ * parameters named like a token (raw and decoded). Empty for a URL without them or no URL.
+ */
+export function urlSecretValues(value: string): string[] {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return [];
+  }
+  const secrets = url.password ? [url.password, decodeURIComponent(url.password)] : [];
+  for (const [name, parameter] of url.searchParams) {
+    if (SECRET_PARAMETER.test(name)) secrets.push(parameter, encodeURIComponent(parameter));
+  }
+  return secrets.filter((secret) => secret !== "");
+}

@@ -117,17 +117,18 @@ describe("what the Automation API spawns", () => {
     assert.doesNotMatch(again.stderr.text, /encryptedkey/);
   });
 
-  it("removes a credential an older version left in the stack file, keeping everything else, and says so", async () => {
-    const left = `${STACK}  talos-platform:proxmoxApiToken:\n    secure: v1:leftover-cipher\n`;
-    const { file, ctx, code } = await runUp(left);
+  it("keeps a credential stored in the stack file when the run takes it from Bitwarden, and says which it uses", async () => {
+    const stored = `${STACK}  talos-platform:proxmoxApiToken:\n    secure: v1:stored-cipher\n`;
+    const { file, ctx, code } = await runUp(stored);
     assert.equal(code, ExitCode.ok, ctx.stderr.text);
     const up = fake.calls().find((c) => c.args[0] === "up")!;
-    assert.doesNotMatch(up.stackFile ?? "", /proxmoxApiToken/, "gone before the engine starts");
-    assert.equal(fs.readFileSync(file, "utf8"), WITH_KEY, "comments and other keys kept");
+    assert.match(up.stackFile ?? "", /proxmoxApiToken:\n    secure: v1:stored-cipher/);
+    assert.match(fs.readFileSync(file, "utf8"), /secure: v1:stored-cipher/, "kept");
     assert.match(
       ctx.stderr.text,
-      /note: Pulumi\.staging\.yaml held proxmoxApiToken \(encrypted\), left there by an older version of this CLI when a run was killed; removed: this run takes it from bitwarden\. Commit the cleaned file\./,
+      /note: Pulumi\.staging\.yaml also holds proxmoxApiToken \(encrypted\); this run takes it from bitwarden, which comes first, and leaves the stack's value as it is/,
     );
+    assert.doesNotMatch(ctx.stderr.text, /older version/);
   });
 
   it("opens an existing stack in CI for a preview without `stack init`", async () => {

@@ -32,7 +32,7 @@ export const FAKE_ENCRYPTED_KEY = "CiQAfakeDataKeyWrappedByKms==";
 const SCRIPT = String.raw`
 const fs = require("node:fs");
 const path = require("node:path");
-const [logFile, stacksDir, recorded, yamlModule] = __SETUP__;
+const [logFile, stacksDir, recorded, yamlModule, eventsModule] = __SETUP__;
 const YAML = require(yamlModule);
 const args = process.argv.slice(2);
 const flag = (name) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : undefined; };
@@ -68,7 +68,10 @@ function events(isPreview) {
   fs.writeFileSync(log, lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
 }
 const exists = stack && fs.existsSync(path.join(stacksDir, stack));
-if (args[0] === "version") { process.stdout.write("v3.200.0\n"); process.exit(0); }
+if (args[0] === "version") {
+  process.stdout.write((process.env.FAKE_PULUMI_VERSION || "v3.200.0") + "\n");
+  process.exit(0);
+}
 if (args[0] === "stack" && args[1] === "select") {
   if (!exists) { process.stderr.write("error: no stack named '" + stack + "' found\n"); process.exit(255); }
   process.exit(0);
@@ -79,10 +82,47 @@ if (args[0] === "stack" && args[1] === "init") {
   process.exit(0);
 }
 if (args[0] === "stack" && args[1] === "history") { process.stdout.write("[]\n"); process.exit(0); }
-if (args[0] === "stack" && args[1] === "output") { process.stdout.write("{}\n"); process.exit(0); }
+if (args[0] === "stack" && args[1] === "output") {
+  process.stdout.write((process.env.FAKE_PULUMI_OUTPUTS || "{}") + "\n");
+  process.exit(0);
+}
 if (args[0] === "stack" && args[1] === "export") {
   process.stdout.write(JSON.stringify({ version: 3, deployment: { manifest: {}, resources: [] } }) + "\n");
   process.exit(0);
+}
+if (["up", "preview", "refresh", "destroy"].includes(args[0]) && process.env.FAKE_PULUMI_LEAK_SECRETS) {
+  // A provider quoting the credentials it was given, as many do in their errors: in a diagnostic
+  // (plain and JSON-escaped) and on stderr, then failing. Pulumi masks none of it (not secret config).
+  const secrets = Object.values(JSON.parse(process.env.${RUN_SECRETS_ENV} || "{}"));
+  const leak = secrets.map((value) => "value " + value + " (json " + JSON.stringify(value) + ")").join("; ");
+  const events = [
+    { sequence: 0, timestamp: 1, preludeEvent: { config: {} } },
+    { sequence: 1, timestamp: 1, diagnosticEvent: { message: "error: 401 Unauthorized: " + leak + "\n", color: "never", severity: "error", prefix: "error: " } },
+    { sequence: 2, timestamp: 1, summaryEvent: { maybeCorrupt: false, durationSeconds: 1, resourceChanges: {}, PolicyPacks: {}, isPreview: args[0] === "preview", result: "failed" } },
+    { sequence: 3, timestamp: 1, cancelEvent: {} },
+  ];
+  const fail = () => {
+    process.stderr.write("error: the provider refused the credentials: " + leak + "\n");
+    process.exit(255);
+  };
+  const log = flag("--event-log") ?? "";
+  if (!log.startsWith("tcp://")) {
+    if (log) fs.writeFileSync(log, events.map((e) => JSON.stringify(e)).join("\n") + "\n");
+    fail();
+  }
+  // Pulumi 3.206+ streams the events to the Automation API's gRPC server instead of a file.
+  const grpc = require(require.resolve("@grpc/grpc-js", { paths: [path.dirname(eventsModule)] }));
+  const { EventsClient } = require(eventsModule);
+  const { EventRequest } = require(path.join(path.dirname(eventsModule), "events_pb.js"));
+  const client = new EventsClient(log.slice("tcp://".length), grpc.credentials.createInsecure());
+  const call = client.streamEvents(() => fail());
+  for (const event of events) {
+    const request = new EventRequest();
+    request.setEvent(JSON.stringify(event));
+    call.write(request);
+  }
+  call.end();
+  return;
 }
 if (["up", "preview", "refresh", "destroy"].includes(args[0])) {
   saveDataKey(undefined);
@@ -109,7 +149,13 @@ export class FakePulumi {
       script,
       SCRIPT.replace(
         "__SETUP__",
-        JSON.stringify([this.logFile, stacksDir, RECORDED_ENV, require.resolve("yaml")]),
+        JSON.stringify([
+          this.logFile,
+          stacksDir,
+          RECORDED_ENV,
+          require.resolve("yaml"),
+          require.resolve("@pulumi/pulumi/proto/events_grpc_pb.js"),
+        ]),
       ),
     );
     // PulumiCommand.get({ root }) runs <root>/bin/pulumi.

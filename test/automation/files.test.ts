@@ -83,14 +83,14 @@ describe("files with secrets", () => {
     );
   });
 
-  it("writes the talosconfig where --out says, tightening an existing file to 0600", async () => {
+  it("writes the talosconfig where --out says, replacing an existing file with --force and tightening it to 0600", async () => {
     const ctx = withOutputs(dir);
     const file = path.join(dir, "talos", "config");
     fs.mkdirSync(path.dirname(file));
     fs.writeFileSync(file, "stale");
     fs.chmodSync(file, 0o644);
     assert.equal(
-      await runCli(["talosconfig", "staging", "--out", "talos/config"], ctx),
+      await runCli(["talosconfig", "staging", "--out", "talos/config", "--force"], ctx),
       ExitCode.ok,
     );
     assert.equal(fs.readFileSync(file, "utf8"), TALOSCONFIG);

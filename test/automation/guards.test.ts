@@ -71,14 +71,32 @@ describe("guard rails", () => {
     assert.equal(ctx.workspaces.calls.length, 0);
   });
 
-  it("lets CI preview and refresh the foundation layer", async () => {
-    for (const command of ["preview", "refresh"]) {
-      const ctx = testContext({ repoRoot: sharedRepo(), env: CI_SHARED });
-      assert.equal(await runCli([command, "staging"], ctx), ExitCode.ok, command);
-      assert.deepEqual(
-        ctx.workspaces.callsOf("operation").map((c) => c.operation),
-        [command],
+  it("lets CI preview the foundation layer", async () => {
+    const ctx = testContext({ repoRoot: sharedRepo(), env: CI_SHARED });
+    assert.equal(await runCli(["preview", "staging"], ctx), ExitCode.ok);
+    assert.deepEqual(
+      ctx.workspaces.callsOf("operation").map((c) => c.operation),
+      ["preview"],
+    );
+  });
+
+  it("refuses to refresh the foundation and bootstrap layers in CI, like up", async () => {
+    const root = makeRepo({
+      foundation: { project: "talos-platform", stacks: { staging: SHARED("talos-platform") } },
+      bootstrap: {
+        project: "talos-platform-bootstrap",
+        stacks: { shared: SHARED("talos-platform-bootstrap") },
+      },
+    });
+    for (const layer of ["foundation", "bootstrap"]) {
+      const ctx = testContext({ repoRoot: root, env: CI_SHARED });
+      const env = layer === "bootstrap" ? "shared" : "staging";
+      assert.equal(await runCli(["refresh", env, "--layer", layer], ctx), ExitCode.refused, layer);
+      assert.match(
+        ctx.stderr.text,
+        new RegExp(`^refresh ${layer}/${env}: the ${layer} layer is not applied from CI`),
       );
+      assert.equal(ctx.workspaces.calls.length, 0);
     }
   });
 
