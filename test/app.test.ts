@@ -397,20 +397,29 @@ describe("app layer", () => {
     );
   });
 
-  it("registers nothing when the app stack file is invalid", async () => {
-    const recorder = new Recorder();
-    recorder.behaviour.stackOutputs = {};
-    const values: any = structuredClone(readStackFile("staging", "app", PROJECT));
-    values.openbao.address = "openbao";
-    await setupRun(values, {
-      recorder,
-      project: PROJECT,
-      stack: "staging",
-      secrets: { openbaoToken: "t", grafanaAuth: "g" },
+  for (const [what, change] of [
+    ["has a bad address", (v: any) => (v.openbao.address = "openbao")],
+    [
+      "puts the Kubernetes auth method on CI's JWT path",
+      (v: any) => (v.openbao.kubernetesAuthPath = "jwt-github"),
+    ],
+    ["puts the KV mount on OpenBao's sys/", (v: any) => (v.openbao.kvMount = "sys")],
+  ] as const) {
+    it(`registers nothing when the app stack file ${what}`, async () => {
+      const recorder = new Recorder();
+      recorder.behaviour.stackOutputs = {};
+      const values: any = structuredClone(readStackFile("staging", "app", PROJECT));
+      change(values);
+      await setupRun(values, {
+        recorder,
+        project: PROJECT,
+        stack: "staging",
+        secrets: { openbaoToken: "t", grafanaAuth: "g" },
+      });
+      const { appLayer } = await import("../components/app");
+      await assert.rejects(appLayer(), StackConfigError);
+      await recorder.settled();
+      assert.equal(recorder.resources.length, 0);
     });
-    const { appLayer } = await import("../components/app");
-    await assert.rejects(appLayer(), StackConfigError);
-    await recorder.settled();
-    assert.equal(recorder.resources.length, 0);
-  });
+  }
 });

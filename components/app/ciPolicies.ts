@@ -38,11 +38,7 @@ function hcl(title: string, rules: readonly Rule[]): string {
 
 /** What a refresh of the app layer's OpenBao resources reads: every path exact, no glob but roles. */
 function readRules(settings: AppSpec["openbao"]): Rule[] {
-  const policyNames = [
-    ...settings.policies.map((p) => p.name),
-    CI_APPLY_POLICY,
-    CI_PREVIEW_POLICY,
-  ];
+  const policyNames = [...settings.policies.map((p) => p.name), CI_APPLY_POLICY, CI_PREVIEW_POLICY];
   const authMethod = (path: string, what: string): Rule[] => [
     {
       path: `sys/auth/${path}`,
