@@ -104,51 +104,97 @@ describe("app layer", () => {
     assert.equal(r.ofType("vault:index/mount:Mount")[0].inputs.path, "apps-kv");
   });
 
-  it("grants CI exactly what the app layer's resources need, and never its own access", () => {
-    const policy = (name: string) =>
-      recorder.ofType("vault:index/policy:Policy").find((p) => p.inputs.name === name)!.inputs
-        .policy as string;
-    /** path → capabilities of a generated policy. */
-    const rules = (hcl: string) =>
-      Object.fromEntries(
-        [...hcl.matchAll(/path "([^"]+)" \{\n {2}capabilities = \[([^\]]*)\]\n\}/g)].map((m) => [
-          m[1],
-          m[2].split(", ").map((c) => JSON.parse(c)),
-        ]),
-      );
-    assert.deepEqual(rules(policy("ci-apply")), {
-      "sys/policies/acl/external-secrets": ["create", "read", "update", "delete"],
+  /** path → capabilities of a generated policy; every `path` block must parse. */
+  const policyRules = (hcl: string): Record<string, string[]> => {
+    const blocks = [...hcl.matchAll(/path "([^"]+)" \{\n {2}capabilities = \[([^\]]*)\]\n\}/g)];
+    assert.equal(blocks.length, hcl.match(/^path /gm)?.length, "every path block parsed");
+    return Object.fromEntries(
+      blocks.map((m) => [m[1], m[2].split(", ").map((c) => JSON.parse(c) as string)]),
+    );
+  };
+  const generated = (r: Recorder, name: string) =>
+    policyRules(
+      r.ofType("vault:index/policy:Policy").find((p) => p.inputs.name === name)!.inputs
+        .policy as string,
+    );
+
+  it("lets CI read every OpenBao resource of the app layer, path by path, and change none", () => {
+    const expected = {
+      "sys/policies/acl/external-secrets": ["read"],
       "sys/policies/acl/ci-apply": ["read"],
       "sys/policies/acl/ci-preview": ["read"],
-      "sys/auth/kubernetes": ["create", "read", "sudo"],
-      "sys/mounts/auth/kubernetes/tune": ["read", "update"],
-      "auth/kubernetes/config": ["create", "read", "update"],
-      "auth/kubernetes/role/*": ["create", "read", "update", "delete"],
-      "sys/mounts/secret": ["create", "read"],
-      "sys/mounts/secret/tune": ["update"],
+      // OpenBao asks sudo for every sys/auth/ path (PathsSpecial.Root "auth/*"), reads included.
+      "sys/auth/kubernetes": ["read", "sudo"],
+      "sys/mounts/auth/kubernetes/tune": ["read"],
+      "auth/kubernetes/config": ["read"],
+      "auth/kubernetes/role/*": ["read"],
+      "sys/mounts/secret": ["read"],
       "sys/auth/jwt-github": ["read", "sudo"],
       "sys/mounts/auth/jwt-github/tune": ["read"],
       "auth/jwt-github/config": ["read"],
       "auth/jwt-github/role/*": ["read"],
+    };
+    assert.deepEqual(generated(recorder, "ci-apply"), expected);
+    assert.deepEqual(generated(recorder, "ci-preview"), expected);
+  });
+
+  // What would widen a token's rights, and so is an operator's to apply: ci-apply may not.
+  for (const [what, path] of [
+    ["rewrite an app policy's body", "sys/policies/acl/external-secrets"],
+    ["rewrite its own policy", "sys/policies/acl/ci-apply"],
+    ["write a Kubernetes auth role (any token_policies)", "auth/kubernetes/role/external-secrets"],
+    ["repoint the Kubernetes auth config at another host", "auth/kubernetes/config"],
+    ["tune the Kubernetes auth method", "sys/mounts/auth/kubernetes/tune"],
+    ["tune it through sys/auth", "sys/auth/kubernetes/tune"],
+    ["enable or disable the Kubernetes auth method", "sys/auth/kubernetes"],
+    ["enable or remove the KV mount", "sys/mounts/secret"],
+    ["tune the KV mount", "sys/mounts/secret/tune"],
+    ["write its own JWT roles", "auth/jwt-github/role/ci-apply"],
+    ["reconfigure its own JWT auth method", "auth/jwt-github/config"],
+    ["tune its own JWT auth method", "sys/mounts/auth/jwt-github/tune"],
+  ]) {
+    it(`does not let ci-apply ${what} (${path})`, () => {
+      const rules = generated(recorder, "ci-apply");
+      // The rule that would govern the path: the exact one, else the `*` one of its folder.
+      const rule = rules[path] ?? rules[path.replace(/[^/]+$/, "*")] ?? [];
+      assert.deepEqual(
+        rule.filter((c) => !["read", "sudo"].includes(c)),
+        [],
+        `${path}: ${rule.join(", ")}`,
+      );
     });
-    const preview = rules(policy("ci-preview"));
-    assert.ok(
-      Object.values(preview).every((caps) =>
-        caps.every((c: string) => c === "read" || c === "sudo"),
-      ),
-      "a preview reads",
-    );
-    // Everything apply touches, read back by a refresh; the KV mount's tuning is only ever written.
+  }
+
+  it("follows the stack's paths and policies, with no glob over mounts, auth methods or policies", async () => {
+    const values = readStackFile("staging", "app", PROJECT) as any;
+    values.openbao.kubernetesAuthPath = "k8s-apps";
+    values.openbao.kvMount = "apps-kv";
+    values.openbao.policies = { reader: 'path "apps-kv/data/x" { capabilities = ["read"] }' };
+    const { recorder: r } = await runApp({ values });
+    const rules = generated(r, "ci-apply");
+    assert.deepEqual(generated(r, "ci-preview"), rules);
+    for (const path of [
+      "sys/policies/acl/reader",
+      "sys/auth/k8s-apps",
+      "sys/mounts/auth/k8s-apps/tune",
+      "auth/k8s-apps/config",
+      "auth/k8s-apps/role/*",
+      "sys/mounts/apps-kv",
+    ]) {
+      assert.ok(rules[path], path);
+    }
+    assert.ok(!Object.keys(rules).some((p) => /\/(kubernetes|secret)(\/|$)/.test(p)));
+    // The only globs: the roles of the two auth methods (read). Any other would reach unlisted paths.
     assert.deepEqual(
-      Object.keys(preview).sort(),
-      Object.keys(rules(policy("ci-apply")))
-        .filter((p) => p !== "sys/mounts/secret/tune")
-        .sort(),
+      Object.keys(rules).filter((p) => /[*+]/.test(p)),
+      ["auth/k8s-apps/role/*", "auth/jwt-github/role/*"],
     );
-    for (const hcl of [policy("ci-apply"), policy("ci-preview")]) {
-      // No wildcard over mounts, auth methods or policies, no `+` segment.
+    for (const hcl of r.ofType("vault:index/policy:Policy").map((p) => p.inputs.policy)) {
       assert.doesNotMatch(hcl, /"sys\/(auth|mounts|policies\/acl)\/\*"|\/\+\//);
     }
+    assert.ok(
+      Object.values(rules).every((caps) => caps.every((c) => c === "read" || c === "sudo")),
+    );
   });
 
   it("protects the KV mount and the auth methods: replacing one would lose what it holds", () => {
@@ -351,20 +397,29 @@ describe("app layer", () => {
     );
   });
 
-  it("registers nothing when the app stack file is invalid", async () => {
-    const recorder = new Recorder();
-    recorder.behaviour.stackOutputs = {};
-    const values: any = structuredClone(readStackFile("staging", "app", PROJECT));
-    values.openbao.address = "openbao";
-    await setupRun(values, {
-      recorder,
-      project: PROJECT,
-      stack: "staging",
-      secrets: { openbaoToken: "t", grafanaAuth: "g" },
+  for (const [what, change] of [
+    ["has a bad address", (v: any) => (v.openbao.address = "openbao")],
+    [
+      "puts the Kubernetes auth method on CI's JWT path",
+      (v: any) => (v.openbao.kubernetesAuthPath = "jwt-github"),
+    ],
+    ["puts the KV mount on OpenBao's sys/", (v: any) => (v.openbao.kvMount = "sys")],
+  ] as const) {
+    it(`registers nothing when the app stack file ${what}`, async () => {
+      const recorder = new Recorder();
+      recorder.behaviour.stackOutputs = {};
+      const values: any = structuredClone(readStackFile("staging", "app", PROJECT));
+      change(values);
+      await setupRun(values, {
+        recorder,
+        project: PROJECT,
+        stack: "staging",
+        secrets: { openbaoToken: "t", grafanaAuth: "g" },
+      });
+      const { appLayer } = await import("../components/app");
+      await assert.rejects(appLayer(), StackConfigError);
+      await recorder.settled();
+      assert.equal(recorder.resources.length, 0);
     });
-    const { appLayer } = await import("../components/app");
-    await assert.rejects(appLayer(), StackConfigError);
-    await recorder.settled();
-    assert.equal(recorder.resources.length, 0);
-  });
+  }
 });

@@ -1,7 +1,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as vault from "@pulumi/vault";
 import type { AppSecrets, AppSpec } from "../config/app";
-import { CI_JWT_PATH, ciPolicies } from "./ciPolicies";
+import { CI_JWT_PATH } from "../config/rules/openbaoPaths";
+import { ciPolicies } from "./ciPolicies";
 import type { FoundationValues } from "./foundationRef";
 
 /** The workflows CI's JWT roles trust (.github/workflows/). */

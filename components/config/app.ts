@@ -9,6 +9,11 @@ import { z } from "zod";
 import { REPO_ROOT } from "../repo/root";
 import { checkPlainTextCredentials, checkUrlCredential } from "./rules/credentials";
 import { checkTopLevelKeys } from "./rules/keys";
+import {
+  checkOpenbaoPaths,
+  DEFAULT_KUBERNETES_AUTH_PATH,
+  DEFAULT_KV_MOUNT,
+} from "./rules/openbaoPaths";
 import { CLI_KEYS } from "./keys";
 import { PARSE_OPTIONS } from "./messages";
 import { once, Problems, propertyNames } from "./problems";
@@ -32,9 +37,9 @@ const appSchema = z.strictObject({
       protocol: /^https?$/,
       error: "expected the OpenBao URL, e.g. https://openbao.example.net",
     }),
-    /** @default "kubernetes" */
+    /** Not CI's JWT path nor one of OpenBao's own (rules/openbaoPaths.ts). @default "kubernetes" */
     kubernetesAuthPath: name.optional(),
-    /** KV version 2 mount. @default "secret" */
+    /** KV version 2 mount; not CI's JWT path nor one of OpenBao's own. @default "secret" */
     kvMount: name.optional(),
     /** Folder of `<policy>.hcl` files, relative to app/. @default "policies" */
     policyDir: z.string().min(1).optional(),
@@ -369,6 +374,7 @@ export function validateAppConfig(
   }
   checkAppUrls(raw, problems);
   checkRoleNames(raw, problems);
+  checkOpenbaoPaths(isMapping(raw.openbao) ? raw.openbao : {}, problems);
 
   // Files and cross-references: checked whatever the schema found.
   const { policyDir, inline, references, dashboards } = filesAndReferences(raw);
@@ -383,8 +389,8 @@ export function validateAppConfig(
   const text = (value: unknown, fallback: string) =>
     typeof value === "string" && value !== "" ? value : fallback;
   const values = policyPlaceholders({
-    kvMount: text(openbaoRaw.kvMount, "secret"),
-    kubernetesAuthPath: text(openbaoRaw.kubernetesAuthPath, "kubernetes"),
+    kvMount: text(openbaoRaw.kvMount, DEFAULT_KV_MOUNT),
+    kubernetesAuthPath: text(openbaoRaw.kubernetesAuthPath, DEFAULT_KUBERNETES_AUTH_PATH),
   });
   const policies = [...fromFiles, ...inlinePolicies].flatMap((policy) => {
     if (policy.name === CI_APPLY_POLICY || policy.name === CI_PREVIEW_POLICY) {
@@ -462,8 +468,8 @@ export function validateAppConfig(
     foundationStack: foundationStack ?? `organization/talos-platform/${stack}`,
     openbao: {
       address: openbao.address,
-      kubernetesAuthPath: openbao.kubernetesAuthPath ?? "kubernetes",
-      kvMount: openbao.kvMount ?? "secret",
+      kubernetesAuthPath: openbao.kubernetesAuthPath ?? DEFAULT_KUBERNETES_AUTH_PATH,
+      kvMount: openbao.kvMount ?? DEFAULT_KV_MOUNT,
       policies,
       roles: (openbao.roles ?? []).map((role) => ({
         ...role,

@@ -61,6 +61,59 @@ describe("app layer validation", () => {
       valid: (v) =>
         v.openbao.roles.push({ ...v.openbao.roles[0], name: "other", namespaces: ["other"] }),
     },
+    // OpenBao paths: CI's own JWT auth method, OpenBao's own paths, one name for both.
+    ...(["kubernetesAuthPath", "kvMount"] as const).flatMap((key) => {
+      const what = key === "kvMount" ? "the KV mount" : "the Kubernetes auth method";
+      const fallback = key === "kvMount" ? "secret" : "kubernetes";
+      return [
+        {
+          rule: `openbao.${key} on CI's own JWT auth method`,
+          broken: (v: any) => (v.openbao[key] = "jwt-github"),
+          problems: [
+            `openbao.${key}: is CI's own JWT auth method (auth/jwt-github), whose roles decide what CI may do; got "jwt-github". Give ${what} a path of its own, e.g. ${fallback} (the default)`,
+          ],
+          valid: (v: any) => (v.openbao[key] = "jwt-apps"),
+        },
+        ...["sys", "auth", "audit", "token", "identity", "cubbyhole"].map((path) => ({
+          rule: `openbao.${key} on OpenBao's own path ${path}`,
+          broken: (v: any) => (v.openbao[key] = path),
+          problems: [
+            `openbao.${key}: is one of OpenBao's own paths (sys, auth, audit, token, identity, cubbyhole); got "${path}". Give ${what} a path of its own, e.g. ${fallback} (the default)`,
+          ],
+          valid: (v: any) => (v.openbao[key] = `${path}-apps`),
+        })),
+      ];
+    }),
+    {
+      rule: "one name for the KV mount and the Kubernetes auth method",
+      broken: (v) => (v.openbao.kvMount = "kubernetes"),
+      problems: [
+        'openbao.kvMount: is also openbao.kubernetesAuthPath; got "kubernetes". Give the Kubernetes auth method and the KV mount a name each',
+      ],
+      valid: (v) => (v.openbao.kvMount = "kubernetes-kv"),
+    },
+    {
+      rule: "a Kubernetes auth path equal to the KV mount's default",
+      broken: (v) => {
+        delete v.openbao.kvMount;
+        v.openbao.kubernetesAuthPath = "secret";
+      },
+      problems: [
+        'openbao.kubernetesAuthPath: is also openbao.kvMount (its default); got "secret". Give the Kubernetes auth method and the KV mount a name each',
+      ],
+      valid: (v) => delete v.openbao.kvMount,
+    },
+    {
+      rule: "both OpenBao paths wrong at once, each named",
+      broken: (v) => {
+        v.openbao.kubernetesAuthPath = "jwt-github";
+        v.openbao.kvMount = "sys";
+      },
+      problems: [
+        'openbao.kubernetesAuthPath: is CI\'s own JWT auth method (auth/jwt-github), whose roles decide what CI may do; got "jwt-github". Give the Kubernetes auth method a path of its own, e.g. kubernetes (the default)',
+        'openbao.kvMount: is one of OpenBao\'s own paths (sys, auth, audit, token, identity, cubbyhole); got "sys". Give the KV mount a path of its own, e.g. secret (the default)',
+      ],
+    },
   ];
   for (const c of cases) {
     it(`refuses ${c.rule}`, () => assert.deepEqual(problemsOf(c.broken), c.problems));
