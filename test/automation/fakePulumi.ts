@@ -105,6 +105,7 @@ if (["up", "preview", "refresh", "destroy"].includes(args[0]) && process.env.FAK
   plugin.stdout.once("data", (grandchild) => {
     fs.writeFileSync(process.env.FAKE_PULUMI_HANG, JSON.stringify({
       engine: process.pid, plugin: plugin.pid, grandchild: Number(String(grandchild).trim()), secret,
+      eventLog: flag("--event-log"),
     }));
   });
   process.on("SIGINT", () => {});

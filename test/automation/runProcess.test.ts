@@ -20,6 +20,8 @@ interface EngineTree {
   readonly plugin: number;
   readonly grandchild: number;
   readonly secret: string;
+  /** The engine's `--event-log` argument. */
+  readonly eventLog: string;
 }
 
 /** Whether a process runs (a zombie waiting for a parent that does not reap it does not). */
@@ -108,6 +110,9 @@ describe("a killed or force-stopped run leaves no secrets and no processes", fun
     assert.equal(path.dirname(tree.secret), runFolder(cli.pid!));
     assert.equal(fs.statSync(path.dirname(tree.secret)).mode & 0o777, 0o700);
     assert.equal(fs.statSync(path.dirname(path.dirname(tree.secret))).mode & 0o777, 0o700);
+    // The events stream to the Automation API over loopback gRPC (a CLI newer than 3.205, which the
+    // CLI requires), never through an event-log file that a kill would leave behind.
+    assert.match(tree.eventLog, /^tcp:\/\/127\.0\.0\.1:\d+$/);
     const closed = new Promise((resolve) => cli.on("close", resolve));
     cli.kill("SIGKILL");
     await closed;
