@@ -3,8 +3,8 @@
 // (sdk/go/common/resource/plugin/plugin.go: cmdutil.RegisterProcessGroup, i.e. setpgid), and
 // talosctl runs in its own group too (childGroups.ts): no single group signal reaches them all, and
 // once the Pulumi CLI is gone its plugins are re-parented and can no longer be found. So the tree
-// of this process's descendants is read first (Linux: /proc; elsewhere `ps`), then each gets
-// SIGTERM, and what still runs after a short grace gets SIGKILL.
+// of this process's descendants is read first (Linux: /proc; elsewhere `ps`), also at the first
+// interrupt, then each gets SIGTERM, and what still runs after a short grace gets SIGKILL.
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 
@@ -115,18 +115,40 @@ function sleep(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
+/**
+ * Descendants seen at the first interrupt. A terminal's second Ctrl-C reaches the Pulumi CLI too,
+ * which may exit before this process walks the tree: its plugins, re-parented by then, are still
+ * known from here (and signalled only if their start time is unchanged).
+ */
+const remembered = new Map<number, ProcessEntry>();
+
+/** Records the current descendants of `root` (default: this process), for {@link stopDescendants}. */
+export function rememberDescendants(options: { root?: number; procRoot?: string } = {}): void {
+  for (const entry of findDescendants(options.root ?? process.pid, options.procRoot)) {
+    remembered.set(entry.pid, entry);
+  }
+}
+
 /** How long the descendants get to end after SIGTERM before SIGKILL. */
 export const DESCENDANT_GRACE_MS = 2_000;
 
 /**
- * Stops every descendant of `root` (default: this process): SIGTERM to each, then SIGKILL to those
- * still running after `graceMs`. Returns the pids that were found.
+ * Stops every descendant of `root` (default: this process), and those remembered at the first
+ * interrupt that still run: SIGTERM to each, then SIGKILL to those still running after `graceMs`.
+ * Returns the pids that were found.
  */
 export function stopDescendants(
   options: { root?: number; graceMs?: number; procRoot?: string } = {},
 ): number[] {
   const procRoot = options.procRoot ?? "/proc";
-  const found = findDescendants(options.root ?? process.pid, procRoot);
+  const current = findDescendants(options.root ?? process.pid, procRoot);
+  const found = [
+    ...current,
+    ...[...remembered.values()].filter(
+      (entry) => !current.some((seen) => seen.pid === entry.pid) && stillRunning(entry, procRoot),
+    ),
+  ];
+  remembered.clear();
   for (const entry of found) signal(entry, "SIGTERM");
   const deadline = Date.now() + (options.graceMs ?? DESCENDANT_GRACE_MS);
   let running = found.filter((entry) => stillRunning(entry, procRoot));

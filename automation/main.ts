@@ -6,7 +6,7 @@ import * as os from "node:os";
 import { REPO_ROOT } from "../components/repo/root";
 import { stopChildGroups } from "./childGroups";
 import type { CliContext } from "./context";
-import { stopDescendants } from "./descendants";
+import { rememberDescendants, stopDescendants } from "./descendants";
 import { ExitCode, reportError } from "./errors";
 import { Interrupts, signalFromTerminal } from "./interrupts";
 import { processIsAlive } from "./processes";
@@ -84,8 +84,12 @@ const interrupts = new Interrupts({
   },
   exit: (code) => process.exit(code),
 });
-process.on("SIGINT", () => interrupts.receive("SIGINT"));
-process.on("SIGTERM", () => interrupts.receive("SIGTERM"));
+const onSignal = (signal: "SIGINT" | "SIGTERM") => {
+  if (!interrupts.requested) rememberDescendants();
+  interrupts.receive(signal);
+};
+process.on("SIGINT", () => onSignal("SIGINT"));
+process.on("SIGTERM", () => onSignal("SIGTERM"));
 
 const ctx = systemContext(interrupts);
 const run = import("./cli").then(({ runCli }) => runCli(process.argv.slice(2), ctx));
