@@ -40,7 +40,10 @@ export const PULUMI_CLI_MINIMUM = new SemVer("3.2.0-alpha");
  * The oldest CLI that runs the programs: the `replaceWith` resource option (engine 3.207.0), which
  * pushes a node's config again when its machine is replaced (components/talosCluster.ts); with an
  * older CLI the SDK stops the program with "The Pulumi CLI does not support the ReplaceWith
- * option". Resource hooks (3.182.0), which carry the bootstrap guard, are older. Checked up front
+ * option". Resource hooks (3.182.0), which carry the bootstrap guard, are older. It is also newer
+ * than 3.205.0, the last CLI to which the Automation API hands its events through a file under
+ * TMPDIR (every event, secrets in plain text among them, left behind by a killed run); newer ones
+ * stream them over loopback gRPC (automation/stack.js, setupEventLog). Checked up front
  * (here and in PulumiCommand.get), so an old CLI is one message before anything runs.
  */
 export const PROGRAM_CLI_MINIMUM = new SemVer("3.207.0");

@@ -160,6 +160,28 @@ interface EngineErrorContext {
   readonly failures: readonly ResourceFailure[];
   /** Error diagnostics collected from the event stream. */
   readonly errors: readonly string[];
+  /** The layer's folder, where `pulumi cancel` runs. */
+  readonly layerDir?: string;
+  /** This machine: whether the process that holds the engine's lock still runs. */
+  readonly host?: { readonly hostname: string; isAlive(pid: number): boolean };
+}
+
+/**
+ * The pids of the engine's lock files that a killed run of this host left: the DIY backend's message
+ * lists each lock as `created by <user>@<host> (pid <n>)` (pkg/backend/diy/lock.go). Empty unless
+ * every lock is this host's and its process no longer runs.
+ */
+export function staleEngineLocks(
+  stderr: string,
+  host: { readonly hostname: string; isAlive(pid: number): boolean },
+): number[] {
+  const locks = [...stderr.matchAll(/created by \S*@(\S+) \(pid (\d+)\)/g)].map((match) => ({
+    hostname: match[1]!,
+    pid: Number(match[2]),
+  }));
+  if (locks.length === 0) return [];
+  const stale = locks.every((lock) => lock.hostname === host.hostname && !host.isAlive(lock.pid));
+  return stale ? locks.map((lock) => lock.pid) : [];
 }
 
 /**
@@ -174,13 +196,25 @@ export function translateEngineError(error: unknown, context: EngineErrorContext
     isAutomationError(error, "ConcurrentUpdateError") ||
     /currently locked by|\[409\] Conflict/.test(stderr)
   ) {
+    const stale = context.host ? staleEngineLocks(stderr, context.host) : [];
+    const env = context.target.split("/")[1] ?? "<env>";
+    const folder = context.layerDir ?? "the layer's folder";
+    const cancel = `\`pulumi cancel --yes --stack ${env}\` in ${folder}`;
     return new UserError(
-      {
-        what: context.target,
-        problem: "another update of this stack is in progress (the engine's lock in the backend)",
-        got: JSON.stringify(firstLines(stderr, 2)),
-        fix: "Wait for it to finish; if it crashed, run `pulumi cancel` in the layer's folder",
-      },
+      stale.length > 0
+        ? {
+            what: context.target,
+            problem: `the engine's lock in the backend was left by a run that was killed (pid ${stale.join(", ")} of this host no longer runs)`,
+            got: JSON.stringify(firstLines(stderr, 2)),
+            fix: `Remove it with ${cancel} (it deletes the stack's lock files, nothing of its state) and rerun`,
+          }
+        : {
+            what: context.target,
+            problem:
+              "another update of this stack is in progress (the engine's lock in the backend)",
+            got: JSON.stringify(firstLines(stderr, 2)),
+            fix: `Wait for it to finish; if it was killed, run ${cancel}`,
+          },
       ExitCode.locked,
     );
   }

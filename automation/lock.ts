@@ -65,8 +65,12 @@ export function lockPath(dir: string, project: string, env: string): string {
   return path.join(dir, project, `${env}.lock`);
 }
 
-/** A lease kept as a file: created exclusively, replaced and deleted only if unchanged. */
-export function fileLeaseStore(file: string): LeaseStore {
+/**
+ * A lease kept as a file: created exclusively, replaced and deleted only if unchanged. `privateRoot`
+ * (the checkout's `.pulumi-state`, which may hold state and the generated passphrase) is made or
+ * tightened to 0700 first, also when an older version created it 0755.
+ */
+export function fileLeaseStore(file: string, privateRoot?: string): LeaseStore {
   const readNow = (at: string) => {
     try {
       return fs.readFileSync(at, "utf8");
@@ -96,6 +100,7 @@ export function fileLeaseStore(file: string): LeaseStore {
   return {
     where: file,
     async create(body) {
+      if (privateRoot !== undefined) ensurePrivateDir(privateRoot);
       ensurePrivateDir(path.dirname(file));
       let fd: number;
       try {
@@ -220,7 +225,10 @@ export function leaseStoreFor(
 ): { readonly store: LeaseStore; readonly local: boolean } {
   const url = target.backendUrl;
   const local = () => ({
-    store: fileLeaseStore(lockPath(locksDir(repoRoot), target.project, target.env)),
+    store: fileLeaseStore(
+      lockPath(locksDir(repoRoot), target.project, target.env),
+      stateDir(repoRoot),
+    ),
     local: true,
   });
   if (url.startsWith("file://")) {
@@ -436,7 +444,10 @@ export async function lockStack(
 ): Promise<StackLock> {
   const store = options.writesState
     ? leaseStoreFor(ctx.repoRoot, target, ctx.env, ctx.gcs).store
-    : fileLeaseStore(lockPath(locksDir(ctx.repoRoot), target.project, target.env));
+    : fileLeaseStore(
+        lockPath(locksDir(ctx.repoRoot), target.project, target.env),
+        stateDir(ctx.repoRoot),
+      );
   return acquireLease({
     store,
     target: `${target.layer}/${target.env}`,

@@ -6,9 +6,11 @@ import * as os from "node:os";
 import { REPO_ROOT } from "../components/repo/root";
 import { stopChildGroups } from "./childGroups";
 import type { CliContext } from "./context";
-import { ExitCode } from "./errors";
+import { rememberDescendants, stopDescendants } from "./descendants";
+import { ExitCode, reportError } from "./errors";
 import { Interrupts, signalFromTerminal } from "./interrupts";
 import { processIsAlive } from "./processes";
+import { type RunTemp, currentUser, openRunTemp } from "./runTemp";
 import type { WorkspaceFactory } from "./workspace";
 
 /**
@@ -50,20 +52,44 @@ function systemContext(interrupts: Interrupts): CliContext {
   };
 }
 
+// The run's private temp folder (automation/runTemp.ts): TMPDIR points there for this process (the
+// Automation API's own temp files, os.tmpdir()) and everything it starts (the Pulumi CLI, its
+// plugins, talosctl, kubectl). Removed on exit; a SIGKILLed run's folder goes at the next start.
+let runTemp: RunTemp;
+try {
+  runTemp = openRunTemp({
+    base: os.tmpdir(),
+    user: currentUser(),
+    pid: process.pid,
+    host: os.hostname(),
+    isAlive: processIsAlive,
+  });
+} catch (error) {
+  process.exit(reportError(error, process.stderr));
+}
+process.env.TMPDIR = runTemp.dir;
+process.on("exit", () => runTemp.remove());
+
 // Stopping without corrupting anything (automation/interrupts.ts): the first SIGINT or SIGTERM lets
 // the step under way finish (the engine is asked once to cancel); a second one stops at once. The
-// CLI's lock files are released on exit either way.
+// CLI's lock files are released on exit either way. Stopping at once also stops every process the
+// run started (automation/descendants.ts: the engine's plugins sit in process groups of their own).
 const interrupts = new Interrupts({
   now: Date.now,
   fromTerminal: signalFromTerminal,
   write: (text) => process.stderr.write(text),
   stopChildren: () => {
     stopChildGroups();
+    stopDescendants();
   },
   exit: (code) => process.exit(code),
 });
-process.on("SIGINT", () => interrupts.receive("SIGINT"));
-process.on("SIGTERM", () => interrupts.receive("SIGTERM"));
+const onSignal = (signal: "SIGINT" | "SIGTERM") => {
+  if (!interrupts.requested) rememberDescendants();
+  interrupts.receive(signal);
+};
+process.on("SIGINT", () => onSignal("SIGINT"));
+process.on("SIGTERM", () => onSignal("SIGTERM"));
 
 const ctx = systemContext(interrupts);
 const run = import("./cli").then(({ runCli }) => runCli(process.argv.slice(2), ctx));

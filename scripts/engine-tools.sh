@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The engine tier's tools, built once and cached (docs/development.md, "Engine tier"):
 #   pulumi                  the Pulumi CLI from the Go modules github.com/pulumi/pulumi/pkg/v3 and
-#                           sdk/v3, at the version of @pulumi/pulumi in package.json (else the newest
-#                           one the Go module proxy serves that is not newer);
+#                           sdk/v3, at exactly the version of @pulumi/pulumi in package.json (an
+#                           exact x.y.z there; nothing else is built);
 #   pulumi-language-nodejs  the Node.js language host (test/engine/tools; Pulumi's own is a Go module
 #                           the proxy does not serve);
 #   pulumi-resource-talos   the Talos provider plugin, talos 0.8.1 (test/engine/tools: a stand-in on
@@ -15,9 +15,13 @@
 # Cache: $ENGINE_TOOLS_DIR (default <repo>/.engine-tools, git-ignored): bin/ (put on PATH), plugins/
 # (kept off PATH: the engine would take a plugin on PATH over the installed one), src/, home/ (the
 # PULUMI_HOME of the engine tier, where the plugin is installed; never ~/.pulumi) and env.json
-# (what was chosen, for the tests). Go builds use the machine's Go caches (GOCACHE, GOMODCACHE).
+# (what was chosen, for the tests). Go builds use the machine's Go caches (GOCACHE, GOMODCACHE), and
+# scripts/go-env.sh's module settings, whatever the caller's: the public proxy, every checksum
+# checked against the Go checksum database, go.mod and go.sum never updated.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
+# shellcheck source=go-env.sh
+. "$repo/scripts/go-env.sh"
 cache="${ENGINE_TOOLS_DIR:-$repo/.engine-tools}"
 tools_src="$repo/test/engine/tools"
 talos_version=0.8.1
@@ -25,6 +29,10 @@ talos_version=0.8.1
 say() { echo "engine-tools: $*" >&2; }
 
 sdk_version="$(node -p 'require(process.argv[1]).dependencies["@pulumi/pulumi"]' "$repo/package.json")"
+if ! [[ "$sdk_version" =~ ^3\.[0-9]+\.[0-9]+$ ]]; then
+  echo "test:engine: package.json must pin @pulumi/pulumi to an exact 3.x.y (the Pulumi CLI is built at that version); got \"$sdk_version\"" >&2
+  exit 5
+fi
 mkdir -p "$cache/bin" "$cache/plugins" "$cache/home/plugins" "$cache/src"
 
 have_go=false
@@ -80,17 +88,24 @@ if [ -n "$user_pulumi" ] && [ -n "$user_langhost" ]; then
   pulumi_version="$("$user_pulumi" version | sed 's/^v//')"
 else
   pulumi_source="built"
-  # The newest release served that is not newer than the SDK (the same version when served).
-  pulumi_version="$(go list -m -versions "github.com/pulumi/pulumi/pkg/v3" | tr ' ' '\n' | sed -n 's/^v\(3\.[0-9]*\.[0-9]*\)$/\1/p' |
-    node -e 'const sdk=process.argv[1].split(".").map(Number);const ok=require("fs").readFileSync(0,"utf8").split("\n").filter(Boolean).map(v=>v.split(".").map(Number)).filter(v=>v[0]===sdk[0]&&(v[1]<sdk[1]||(v[1]===sdk[1]&&v[2]<=sdk[2]))).sort((a,b)=>a[1]-b[1]||a[2]-b[2]);if(!ok.length)process.exit(1);console.log(ok.at(-1).join("."))' "$sdk_version")" || {
-    echo "test:engine: the Go module proxy serves no github.com/pulumi/pulumi/pkg/v3 release up to $sdk_version" >&2
-    exit 5
-  }
+  # Exactly the SDK's version: the engine the tier tests is the one the SDK was released with.
+  pulumi_version="$sdk_version"
   if ! stamp_ok "$pulumi_bin" "pulumi v$pulumi_version"; then
     say "building the Pulumi CLI v$pulumi_version from github.com/pulumi/pulumi/pkg/v3 (first time: several minutes)"
     start=$SECONDS
-    pkg_dir="$(go mod download -json "github.com/pulumi/pulumi/pkg/v3@v$pulumi_version" | node -e 'console.log(JSON.parse(require("fs").readFileSync(0,"utf8")).Dir)')"
-    sdk_dir="$(go mod download -json "github.com/pulumi/pulumi/sdk/v3@v$pulumi_version" | node -e 'console.log(JSON.parse(require("fs").readFileSync(0,"utf8")).Dir)')"
+    # `go mod download` checks each zip against the checksum database (also a cached one) and
+    # fails on a mismatch or a version the proxy does not serve; pkg's go.sum then covers its
+    # dependencies (-mod=readonly: a missing or different checksum stops the build).
+    module_dir() {
+      local json
+      json="$(go mod download -json "$1")" || {
+        echo "test:engine: could not download $1 with a verified checksum: $(printf '%s' "$json" | node -e 'try{console.log(JSON.parse(require("fs").readFileSync(0,"utf8")).Error)}catch{console.log("see above")}')" >&2
+        exit 5
+      }
+      printf '%s' "$json" | node -e 'const m=JSON.parse(require("fs").readFileSync(0,"utf8"));if(!m.Sum||!m.Dir)process.exit(1);console.log(m.Dir)'
+    }
+    pkg_dir="$(module_dir "github.com/pulumi/pulumi/pkg/v3@v$pulumi_version")"
+    sdk_dir="$(module_dir "github.com/pulumi/pulumi/sdk/v3@v$pulumi_version")"
     # pkg's go.mod replaces the SDK with ../sdk (the repository layout): give it that layout.
     work="$cache/src/pulumi-v$pulumi_version"
     rm -rf "$work" && mkdir -p "$work"

@@ -529,6 +529,8 @@ async function runOnLayer(
           operation,
           failures: renderer.tally.failures,
           errors: renderer.tally.errors,
+          layerDir: layer.dir,
+          host: ctx.host,
         });
       }
     } finally {

@@ -242,6 +242,32 @@ describe("platform CLI: parsing and dispatch", () => {
     );
   });
 
+  it("names an engine lock a killed run of this host left, and the `pulumi cancel` that removes it", async () => {
+    const locked = (host: string) =>
+      new ConcurrentUpdateError(
+        "code: 255\n stdout: \n stderr: error: the stack is currently locked by 1 lock(s). Either wait for the other process(es) to end or delete the lock file with `pulumi cancel`.\n" +
+          `  file:///state/.pulumi/locks/organization/talos-platform/staging/1.json: created by op@${host} (pid 4242) at 2026-12-03T07:00:00Z\n err?: \n`,
+      );
+    const root = makeRepo();
+    const dead = { ...testContext({ repoRoot: root }) };
+    const ctx = { ...dead, host: { ...dead.host, isAlive: (pid: number) => pid !== 4242 } };
+    ctx.workspaces.runs.up = { error: locked("test-host") };
+    assert.equal(await runCli(["up", "staging"], ctx), ExitCode.locked);
+    assert.match(
+      ctx.stderr.text,
+      new RegExp(
+        "^foundation/staging: the engine's lock in the backend was left by a run that was killed \\(pid 4242 of this host no longer runs\\);.*" +
+          `Remove it with \`pulumi cancel --yes --stack staging\` in ${root.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} \\(it deletes the stack's lock files, nothing of its state\\) and rerun$`,
+        "m",
+      ),
+    );
+    // Another host's lock, or a live process's, is another run's: wait for it.
+    const other = testContext({ repoRoot: makeRepo() });
+    other.workspaces.runs.up = { error: locked("other-host") };
+    assert.equal(await runCli(["up", "staging"], other), ExitCode.locked);
+    assert.match(other.stderr.text, /another update of this stack is in progress/);
+  });
+
   it("reports a missing Pulumi CLI with what to install, exit 5, and writes nothing", async () => {
     const root = makeRepo();
     const ctx = testContext({ repoRoot: root });

@@ -90,6 +90,29 @@ if (args[0] === "stack" && args[1] === "export") {
   process.stdout.write(JSON.stringify({ version: 3, deployment: { manifest: {}, resources: [] } }) + "\n");
   process.exit(0);
 }
+if (["up", "preview", "refresh", "destroy"].includes(args[0]) && process.env.FAKE_PULUMI_HANG) {
+  // An engine that never ends, with what the real one leaves when killed: a secret in a temp file
+  // (TMPDIR) and a plugin in a process group of its own (setpgid) with a child of its own, all
+  // deaf to SIGINT and SIGTERM. The pids and the file go to FAKE_PULUMI_HANG once all are up.
+  const { spawn } = require("node:child_process");
+  const os = require("node:os");
+  const secret = path.join(os.tmpdir(), "engine-secret.json");
+  fs.writeFileSync(secret, process.env.${RUN_SECRETS_ENV} || "{}", { mode: 0o600 });
+  const deaf = "process.on('SIGINT',()=>{});process.on('SIGTERM',()=>{});setInterval(()=>{},1000);";
+  const plugin = spawn(process.execPath, ["-e",
+    deaf + "const c=require('node:child_process').spawn(process.execPath,['-e'," + JSON.stringify(deaf) +
+    "],{stdio:'ignore'});console.log(c.pid);"], { detached: true, stdio: ["ignore", "pipe", "ignore"] });
+  plugin.stdout.once("data", (grandchild) => {
+    fs.writeFileSync(process.env.FAKE_PULUMI_HANG, JSON.stringify({
+      engine: process.pid, plugin: plugin.pid, grandchild: Number(String(grandchild).trim()), secret,
+      eventLog: flag("--event-log"),
+    }));
+  });
+  process.on("SIGINT", () => {});
+  process.on("SIGTERM", () => {});
+  setInterval(() => {}, 1000);
+  return;
+}
 if (["up", "preview", "refresh", "destroy"].includes(args[0]) && process.env.FAKE_PULUMI_LEAK_SECRETS) {
   // A provider quoting the credentials it was given, as many do in their errors: in a diagnostic
   // (plain and JSON-escaped) and on stderr, then failing. Pulumi masks none of it (not secret config).

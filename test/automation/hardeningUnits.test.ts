@@ -9,7 +9,13 @@ import { runCli } from "../../automation/cli";
 import { ExitCode, reportError } from "../../automation/errors";
 import { ensurePrivateDir, fileMode } from "../../automation/files";
 import { MAX_STACK_FILE_BYTES } from "../../automation/layers";
-import { acquireLease, fileLeaseStore, lockPath, parseHolder } from "../../automation/lock";
+import {
+  acquireLease,
+  fileLeaseStore,
+  leaseStoreFor,
+  lockPath,
+  parseHolder,
+} from "../../automation/lock";
 import { REDACTED, Redactor } from "../../automation/redaction";
 import { MemorySink, cleanupRepos, makeRepo, testContext } from "./helpers";
 
@@ -123,6 +129,18 @@ describe("filesystem hardening", () => {
     fs.mkdirSync(dir, { mode: 0o755 });
     fs.chmodSync(dir, 0o755);
     ensurePrivateDir(dir);
+    assert.equal(fileMode(dir), 0o700);
+  });
+
+  it("tightens a 0755 .pulumi-state when a run takes its lease there, whatever the backend (a preview of a gs:// stack)", async () => {
+    const repo = makeRepo();
+    const dir = path.join(repo, ".pulumi-state");
+    fs.mkdirSync(dir, { mode: 0o755 });
+    fs.chmodSync(dir, 0o755);
+    const target = { project: "talos-platform", env: "dev", backendUrl: "s3://bucket" };
+    const { store, local } = leaseStoreFor(repo, target, {});
+    assert.equal(local, true);
+    assert.equal(await store.create("{}"), true);
     assert.equal(fileMode(dir), 0o700);
   });
 

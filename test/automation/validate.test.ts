@@ -2,6 +2,7 @@ import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { runCli } from "../../automation/cli";
+import semverGt from "semver/functions/gt";
 import semverGte from "semver/functions/gte";
 import { PROGRAM_CLI_MINIMUM, PULUMI_CLI_MINIMUM, probePulumiCli } from "../../automation/cliProbe";
 import { ExitCode } from "../../automation/errors";
@@ -407,6 +408,18 @@ describe("finding the Pulumi CLI without the Automation API", () => {
     assert.equal(PULUMI_CLI_MINIMUM.version, minimumVersion.version);
     // The programs' own minimum is never below it, so the probe is as strict as the engine's run.
     assert.ok(semverGte(PROGRAM_CLI_MINIMUM, minimumVersion));
+  });
+
+  it("is newer than the last CLI the Automation API hands an event-log file (which a kill would leave behind)", () => {
+    // setupEventLog streams the events over loopback gRPC above this version, else it tails a file
+    // under os.tmpdir() that holds every event, secrets in plain text among them.
+    const stack = fs.readFileSync(require.resolve("@pulumi/pulumi/automation/stack.js"), "utf8");
+    const threshold = /semver\.gt\(ver, "(\d+\.\d+\.\d+)"\)\) \{\s*const eventsServer/.exec(stack);
+    assert.ok(threshold, "the Automation API still chooses between a gRPC stream and a file");
+    assert.ok(
+      semverGt(PROGRAM_CLI_MINIMUM, threshold[1]!),
+      `${PROGRAM_CLI_MINIMUM.version} > ${threshold[1]}`,
+    );
   });
 
   it("is the minimum the README and the CLI reference give a new user", () => {

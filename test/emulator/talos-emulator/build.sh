@@ -7,13 +7,17 @@
 #                       links to it
 #   talos-emulator      the Talos node emulator in this folder
 # Prints the paths as `TALOSCTL=…` and `TALOS_EMULATOR=…` lines on stdout; progress on stderr.
-# Needs Go (go.mod's version) and the Go module proxy.
+# Needs Go (go.mod's version) and the Go module proxy; every module is checked against the Go
+# checksum database whatever the caller's GOFLAGS, GONOSUMDB or GOPROXY (scripts/go-env.sh).
 set -euo pipefail
 
 TALOS_VERSION=v1.13.0
 
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
+# The module proxy and checksum database settings of the engine tier, not the caller's.
+# shellcheck source=../../../scripts/go-env.sh
+. "$repo/scripts/go-env.sh"
 if [ -n "${ENGINE_BIN:-}" ]; then
   bin="$ENGINE_BIN"
 elif [ -n "${ENGINE_TOOLS_DIR:-}" ]; then
@@ -58,6 +62,8 @@ else
         GoModSum) echo "github.com/siderolabs/talos/pkg/machinery $TALOS_VERSION/go.mod $sum" ;;
       esac
     done >>go.sum
+  # -mod=mod: the edited go.mod needs checksums go.sum lacks, fetched and checked against the
+  # checksum database like every other.
   GOFLAGS=-mod=mod nice -n 10 go build -trimpath -tags grpcnotrace -ldflags "-s -w" -o "$talosctl.tmp" ./cmd/talosctl
   mv "$talosctl.tmp" "$talosctl"
   cd "$repo"
