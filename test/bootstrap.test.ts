@@ -175,7 +175,7 @@ describe("bootstrap layer", () => {
       provider.inputs.attributeCondition,
       /assertion\.job_workflow_ref == "example\/homelab\/\.github\/workflows\/drift\.yml@refs\/heads\/main"$/,
     );
-    const member = principal("github-drift", "prod");
+    const member = principal("github-drift", "drift-prod");
     assert.deepEqual(
       recorder
         .ofType("gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember")

@@ -106,7 +106,7 @@ export function attributeCondition(
 
 /** The GitHub environment each kind of run uses for `environment`. */
 export function githubEnvironment(kind: keyof typeof WORKFLOWS, environment: string): string {
-  return kind === "preview" ? `preview-${environment}` : environment;
+  return kind === "apply" ? environment : `${kind}-${environment}`;
 }
 
 /** The pools, providers and grants of CI's identities. */
