@@ -3,6 +3,7 @@
 // deletions of critical resources called out in bold at the top. Several previews merge into one
 // file (staging, then prod: one PR comment); the sections travel as JSON in a hidden HTML comment so a rerun
 // replaces its own section instead of duplicating it.
+import { z } from "zod";
 import type { EngineEvent, StepEventMetadata } from "@pulumi/pulumi/automation";
 import * as fs from "node:fs";
 import { criticalReason } from "./critical";
@@ -59,6 +60,52 @@ interface PreviewSection {
    */
   readonly disruption?: readonly string[];
 }
+
+/**
+ * The shape of the sections in a summary's data block. The block comes back from a pull-request
+ * comment (the seed of the next preview), so it is checked before anything of it is rendered: a
+ * hand-edited or forged block is refused, never rendered as whatever it holds.
+ */
+const text = z.string().max(10_000);
+const sectionsSchema = z
+  .array(
+    z.strictObject({
+      layer: z.string().regex(/^[a-z][a-z0-9-]{0,31}$/),
+      env: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/),
+      status: z.enum(["ok", "failed", "skipped"]),
+      counts: z.strictObject(
+        Object.fromEntries(COUNTED_KINDS.map((kind) => [kind, z.int().min(0)])) as Record<
+          CountedKind,
+          z.ZodInt
+        >,
+      ),
+      changes: z
+        .array(
+          z.strictObject({
+            kind: z.enum(COUNTED_KINDS),
+            type: text,
+            name: text,
+            properties: z.array(text).max(1_000),
+            critical: text.optional(),
+          }),
+        )
+        .max(10_000),
+      critical: z
+        .array(
+          z.strictObject({
+            kind: z.enum(["replace", "delete"]),
+            type: text,
+            name: text,
+            reason: text,
+          }),
+        )
+        .max(1_000),
+      messages: z.array(text).max(1_000),
+      notes: z.array(text).max(1_000).optional(),
+      disruption: z.array(text).max(1_000).optional(),
+    }),
+  )
+  .max(64);
 
 const KIND_PRIORITY: Record<CountedKind, number> = { replace: 4, delete: 3, create: 2, update: 1 };
 
@@ -232,8 +279,14 @@ export function readSections(markdown: string): PreviewSection[] {
   if (start < 0) return [];
   const end = markdown.indexOf(DATA_SUFFIX, start + DATA_PREFIX.length);
   const encoded = markdown.slice(start + DATA_PREFIX.length, end < 0 ? undefined : end).trim();
-  const parsed = JSON.parse(encoded) as unknown;
-  return Array.isArray(parsed) ? (parsed as PreviewSection[]) : [];
+  const parsed = sectionsSchema.safeParse(JSON.parse(encoded));
+  if (!parsed.success) {
+    const [issue] = parsed.error.issues;
+    throw new Error(
+      `not a list of preview sections (at ${issue.path.join(".") || "top"}: ${issue.message})`,
+    );
+  }
+  return parsed.data;
 }
 
 /**

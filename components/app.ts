@@ -27,6 +27,9 @@ export async function appLayer(): Promise<AppOutputs> {
   const foundation = await new FoundationReference("foundation", {
     stack: spec.foundationStack,
     environment: pulumi.getStack(),
+    ...(spec.foundationSource === "published"
+      ? { publishedIn: new pulumi.Config("talos-platform-app").require("backend") }
+      : {}),
   }).read();
   const openbao = new OpenbaoConfiguration("openbao", {
     settings: spec.openbao,

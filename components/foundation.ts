@@ -11,6 +11,7 @@ import type { NodeSpec, PlatformSpec } from "./spec/types";
 import { fluxHandoffPatch } from "./flux/handoff";
 import { ClusterDns, endpointRecords } from "./gcp/clusterDns";
 import { OpenbaoUnsealKey, SealStanza } from "./gcp/openbaoUnseal";
+import { PublishedFoundation, publishedObject } from "./gcp/publishedValues";
 import { BOOT_RECORDS_OUTPUT, type BootRecord, mergeBootRecords } from "./talos/bootRecords";
 import type { EtcdBootstrapRecord } from "./talos/bootstrapRecord";
 import {
@@ -171,6 +172,30 @@ export async function foundation(): Promise<FoundationOutputs> {
       ),
       provider: provider!,
     });
+
+  // On a gs:// backend, the values the app layer reads, where CI can read them without this
+  // stack's key (components/gcp/publishedValues.ts).
+  const published = publishedObject(
+    new pulumi.Config("talos-platform").get("backend") ?? "",
+    pulumi.getStack(),
+  );
+  if (published) {
+    new PublishedFoundation(`${spec.cluster.name}-published`, {
+      object: published,
+      values: pulumi
+        .all([cluster.endpoint, cluster.kubernetesCaCertificate])
+        .apply(([endpoint, kubernetesCaCertificate]) => ({
+          endpoint,
+          kubernetesCaCertificate,
+          clusterName: spec.cluster.name,
+        })),
+      provider:
+        provider ||
+        new gcp.Provider(`${spec.cluster.name}-state-gcp`, {
+          credentials: secrets.gcpCredentials,
+        }),
+    });
+  }
 
   return {
     clusterName: spec.cluster.name,

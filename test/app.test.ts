@@ -423,3 +423,75 @@ describe("app layer", () => {
     });
   }
 });
+
+describe("app layer reading the foundation's published values (foundationSource: published)", () => {
+  const PUBLISHED = "example-homelab-pulumi-state/.platform-published/talos-platform/staging.json";
+  const run = async (objects: Record<string, string>) => {
+    const recorder = new Recorder();
+    recorder.behaviour.bucketObjects = objects;
+    // No foundation outputs at all: reading them would fail, as it does without the key.
+    recorder.behaviour.stackOutputs = {};
+    const values = { ...readStackFile("staging", "app", PROJECT), foundationSource: "published" };
+    await setupRun(values, { recorder, project: PROJECT, stack: "staging", secrets: TOKENS });
+    const { appLayer } = await import("../components/app");
+    return { recorder, outputs: appLayer() };
+  };
+  const published = JSON.stringify({
+    endpoint: FOUNDATION.endpoint,
+    kubernetesCaCertificate: FOUNDATION.kubernetesCaCertificate,
+    clusterName: FOUNDATION.clusterName,
+  });
+
+  it("binds OpenBao's Kubernetes auth to the published endpoint and CA, with no stack reference", async () => {
+    const { recorder, outputs } = await run({ [PUBLISHED]: published });
+    await resolveAll(await outputs);
+    await recorder.settled();
+    assert.equal(recorder.ofType("pulumi:pulumi:StackReference").length, 0);
+    const [read] = recorder.invokes.filter(
+      (i) => i.token === "gcp:storage/getBucketObjectContent:getBucketObjectContent",
+    );
+    assert.deepEqual(
+      [read.inputs.bucket, read.inputs.name],
+      ["example-homelab-pulumi-state", ".platform-published/talos-platform/staging.json"],
+    );
+    const [config] = recorder.ofType("vault:kubernetes/authBackendConfig:AuthBackendConfig");
+    assert.equal(config.inputs.kubernetesHost, FOUNDATION.endpoint);
+    assert.equal(config.inputs.kubernetesCaCert, FOUNDATION.kubernetesCaCertificate);
+  });
+
+  it("stops, naming the key and the object, when nothing was published or it is not the values", async () => {
+    for (const [objects, why] of [
+      [{}, /could not be read/],
+      [
+        { [PUBLISHED]: JSON.stringify({ endpoint: "x" }) },
+        /is not the foundation's published values/,
+      ],
+    ] as const) {
+      const { recorder, outputs } = await run(objects);
+      await assert.rejects(
+        outputs,
+        (e: Error) =>
+          /^talos-platform-app:foundationSource: /.test(e.message) &&
+          e.message.includes(`gs://${PUBLISHED}`) &&
+          why.test(e.message),
+      );
+      await recorder.settled();
+      assert.equal(openbaoOrGrafana(recorder).length, 0, "nothing of OpenBao or Grafana");
+    }
+  });
+
+  it("refuses published on a backend that is not gs://", async () => {
+    const recorder = new Recorder();
+    const values = {
+      ...readStackFile("staging", "app", PROJECT),
+      foundationSource: "published",
+      backend: "file:///tmp/state",
+    };
+    await setupRun(values, { recorder, project: PROJECT, stack: "staging", secrets: TOKENS });
+    const { appLayer } = await import("../components/app");
+    await assert.rejects(
+      appLayer(),
+      /foundationSource: published needs talos-platform-app:backend on gs:\/\//,
+    );
+  });
+});

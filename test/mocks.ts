@@ -121,6 +121,8 @@ export interface MockBehaviour {
    * ignored change left (an OpenStack instance still on its old flavor).
    */
   recordedState?: Record<string, Record<string, unknown>>;
+  /** Objects of GCS buckets (`<bucket>/<object>` → content) that getBucketObjectContent reads. */
+  bucketObjects?: Record<string, string>;
 }
 
 /** The recording mock engine. */
@@ -622,6 +624,13 @@ function fakeInvoke(
       };
     case "openstack:images/getImage:getImage":
       return { ...inputs, id: `glance-${inputs.name}` };
+    case "gcp:storage/getBucketObjectContent:getBucketObjectContent": {
+      const content = behaviour.bucketObjects?.[`${inputs.bucket}/${inputs.name}`];
+      // The provider fails the read of a missing object (googleapi: Error 404).
+      if (content === undefined)
+        throw new Error(`googleapi: Error 404: No such object: ${inputs.bucket}/${inputs.name}`);
+      return { ...inputs, content, contentType: "application/json" };
+    }
     default:
       throw new Error(
         `the mocks do not know invoke ${token}; add a realistic fake to test/mocks.ts`,

@@ -2,6 +2,7 @@
 // examples (alone and with the foundation services added). Each must pass its layer's validation and
 // run its layer's program under mocks. Nothing here pins a value: an operator's valid edits of these
 // files keep the tests green. Tests of particular behaviour use the copies in test/fixtures/stacks.
+import { publishedObject } from "../components/gcp/publishedValues";
 import { strict as assert } from "node:assert";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import * as path from "node:path";
@@ -186,20 +187,38 @@ describe("every stack file in the repository", () => {
           const reference =
             (values.foundationStack as string | undefined) ??
             `organization/${FOUNDATION}/${stack.env}`;
-          recorder.behaviour.stackOutputs = {
-            [reference]: {
-              clusterName: stack.env,
-              endpoint: "https://api.example.net:6443",
-              kubernetesCaCertificate:
-                "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n",
-              kubeconfig: "FAKE-SECRET-kubeconfig",
-            },
+          const foundationValues = {
+            clusterName: stack.env,
+            endpoint: "https://api.example.net:6443",
+            kubernetesCaCertificate: "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n",
           };
+          recorder.behaviour.stackOutputs = {
+            [reference]: { ...foundationValues, kubeconfig: "FAKE-SECRET-kubeconfig" },
+          };
+          // The example app stacks read what the foundation publishes in the gs:// bucket.
+          const published = publishedObject(
+            String(values.backend ?? ""),
+            reference.split("/").pop()!,
+          );
+          if (published) {
+            recorder.behaviour.bucketObjects = {
+              [`${published.bucket}/${published.name}`]: JSON.stringify(foundationValues),
+            };
+          }
           await setupRun(values, { recorder, project: stack.project, stack: stack.env, secrets });
           const { appLayer } = await import("../components/app");
           await resolveAll(appLayer());
           await recorder.settled();
-          assert.equal(recorder.ofType("pulumi:pulumi:StackReference")[0].inputs.name, reference);
+          if (values.foundationSource === "published") {
+            assert.equal(recorder.ofType("pulumi:pulumi:StackReference").length, 0);
+            assert.equal(
+              recorder.invokesOf("gcp:storage/getBucketObjectContent:getBucketObjectContent")[0]
+                .inputs.name,
+              published!.name,
+            );
+          } else {
+            assert.equal(recorder.ofType("pulumi:pulumi:StackReference")[0].inputs.name, reference);
+          }
         }
       });
     });

@@ -27,6 +27,11 @@ const name = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, {
 const duration = z.int().positive();
 
 const appSchema = z.strictObject({
+  /**
+   * Where the foundation's values come from: its stack outputs (StackReference; needs the
+   * foundation's key) or the object it publishes in the gs:// state bucket (CI). @default "stackReference"
+   */
+  foundationSource: z.enum(["stackReference", "published"]).optional(),
   /** `organization/talos-platform/<env>` unless named. */
   foundationStack: z
     .string()
@@ -114,6 +119,7 @@ export interface PolicySpec {
 /** The app layer's validated settings, files read. */
 export interface AppSpec {
   readonly foundationStack: string;
+  readonly foundationSource: "stackReference" | "published";
   readonly openbao: {
     readonly address: string;
     readonly kubernetesAuthPath: string;
@@ -247,6 +253,7 @@ const APP_PROJECT = "talos-platform-app";
 /** Every key the app layer's namespace may hold. */
 const APP_KEYS: readonly string[] = [
   "foundationStack",
+  "foundationSource",
   "openbao",
   "grafana",
   ...APP_SECRET_KEYS,
@@ -366,7 +373,9 @@ export function validateAppConfig(
   checkTopLevelKeys(project, presentKeys, APP_KEYS, problems);
   checkPlainTextCredentials(APP_SECRET_KEYS, presentKeys, secretKeys, stackFile, problems);
   const settings = Object.fromEntries(
-    Object.entries(raw).filter(([key]) => ["foundationStack", "openbao", "grafana"].includes(key)),
+    Object.entries(raw).filter(([key]) =>
+      ["foundationStack", "foundationSource", "openbao", "grafana"].includes(key),
+    ),
   );
   const parsed = appSchema.safeParse(settings, PARSE_OPTIONS);
   if (!parsed.success) {
@@ -461,11 +470,22 @@ export function validateAppConfig(
         : readDashboard(file, ["grafana", "folders", i, "dashboards", j], problems),
     ),
   );
+  if (
+    parsed.success &&
+    parsed.data.foundationSource === "published" &&
+    !(typeof raw.backend === "string" && raw.backend.startsWith("gs://"))
+  ) {
+    problems.add(
+      ["foundationSource"],
+      "published needs talos-platform-app:backend on gs:// (the bucket the foundation publishes its values in)",
+    );
+  }
   problems.throwIfAny(stackFile);
 
-  const { openbao, grafana, foundationStack } = parsed.data!;
+  const { openbao, grafana, foundationStack, foundationSource } = parsed.data!;
   return {
     foundationStack: foundationStack ?? `organization/talos-platform/${stack}`,
+    foundationSource: foundationSource ?? "stackReference",
     openbao: {
       address: openbao.address,
       kubernetesAuthPath: openbao.kubernetesAuthPath ?? DEFAULT_KUBERNETES_AUTH_PATH,

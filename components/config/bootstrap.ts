@@ -12,6 +12,18 @@ const kmsName = z
   .string()
   .regex(/^[a-zA-Z0-9_-]{1,63}$/, { error: "expected letters, digits, - and _" });
 
+/** An environment name usable in KMS key and service names (`foundation-<env>`, `preview-<env>`). */
+const environmentName = z.string().regex(/^[a-z][a-z0-9-]{0,15}$/, {
+  error:
+    "expected an environment name: a lowercase letter, then up to 15 lowercase letters, digits or -",
+});
+
+/** GitHub's numeric ids (the OIDC token's `repository_id`, `repository_owner_id` claims). */
+const githubId = z.string().regex(/^[0-9]{1,20}$/, {
+  error:
+    'expected the numeric id as a string, e.g. "123456789" (gh api repos/<owner>/<name> --jq .id, .owner.id)',
+});
+
 const bootstrapSchema = z.strictObject({
   gcp: gcpSchema,
   stateBucket: z.strictObject({
@@ -24,18 +36,35 @@ const bootstrapSchema = z.strictObject({
     /** @default 20 */
     keepVersions: z.int().min(1).optional(),
   }),
+  /** Legacy: the one key every stack shared. No CI identity is granted it (docs/credentials.md). */
   secretsKey: z
     .strictObject({ keyRing: kmsName, cryptoKey: kmsName, location: z.string().min(1).optional() })
     .optional(),
-  /** CI's principals: object admin on the bucket, encrypter/decrypter on the secrets key. */
-  ciMembers: z
-    .array(
-      z.string().regex(/^(serviceAccount|user|group|principal|principalSet):\S+$/, {
-        error:
-          "expected an IAM principal, e.g. serviceAccount:ci@<project>.iam.gserviceaccount.com",
-      }),
-    )
+  /** One key per (layer, environment): `<layer>-<environment>` in the key ring. */
+  secretsKeys: z
+    .strictObject({
+      keyRing: kmsName,
+      location: z.string().min(1).optional(),
+      environments: z
+        .array(environmentName)
+        .min(1)
+        .refine((envs) => new Set(envs).size === envs.length, { error: "duplicate environment" }),
+    })
     .optional(),
+  /** CI's identities, through Workload Identity Federation with GitHub's OIDC tokens. */
+  ci: z
+    .strictObject({
+      repository: z.string().regex(/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/, {
+        error: "expected owner/name of the GitHub repository",
+      }),
+      repositoryId: githubId,
+      repositoryOwnerId: githubId,
+      /** @default false */
+      drift: z.boolean().optional(),
+    })
+    .optional(),
+  /** Refused (checked before the schema): kept here only so "did you mean" knows the key. */
+  ciMembers: z.unknown().optional(),
 });
 
 /** The bootstrap layer's validated settings. */
@@ -51,8 +80,26 @@ export interface BootstrapSpec {
     readonly cryptoKey: string;
     readonly location: string;
   };
-  readonly ciMembers: readonly string[];
+  readonly secretsKeys?: {
+    readonly keyRing: string;
+    readonly location: string;
+    readonly environments: readonly string[];
+  };
+  readonly ci?: {
+    readonly repository: string;
+    readonly repositoryId: string;
+    readonly repositoryOwnerId: string;
+    readonly drift: boolean;
+  };
 }
+
+/** Why `ciMembers` is refused, and what replaces it. */
+export const CI_MEMBERS_REFUSED =
+  "refused: it gave CI object admin on the whole state bucket and encrypter/decrypter on the one key " +
+  "of every stack, prod's foundation (Talos machine secrets, kubeconfig) included. Remove it; set " +
+  "talos-platform-bootstrap:secretsKeys (a key per layer and environment) and talos-platform-bootstrap:ci " +
+  "(read-only preview and app-only apply identities through Workload Identity Federation, no key files; " +
+  "docs/credentials.md, docs/first-time.md)";
 
 /** Every key the bootstrap layer's sections know, for "did you mean". */
 const bootstrapSettingKeys = once(() => [
@@ -70,6 +117,8 @@ const BOOTSTRAP_KEYS: readonly string[] = [
   "gcp",
   "stateBucket",
   "secretsKey",
+  "secretsKeys",
+  "ci",
   "ciMembers",
   ...BOOTSTRAP_SECRET_KEYS,
   ...CLI_KEYS,
@@ -91,9 +140,10 @@ export function validateBootstrapConfig(
   checkPlainTextCredentials(BOOTSTRAP_SECRET_KEYS, presentKeys, secretKeys, stackFile, problems);
   const settings = Object.fromEntries(
     Object.entries(raw).filter(([key]) =>
-      ["gcp", "stateBucket", "secretsKey", "ciMembers"].includes(key),
+      ["gcp", "stateBucket", "secretsKey", "secretsKeys", "ci"].includes(key),
     ),
   );
+  if (raw.ciMembers !== undefined) problems.add(["ciMembers"], CI_MEMBERS_REFUSED);
   const result = bootstrapSchema.safeParse(settings, PARSE_OPTIONS);
   if (!result.success) {
     problems.addZodIssues(
@@ -104,8 +154,14 @@ export function validateBootstrapConfig(
       "docs/first-time.md",
     );
   }
+  if (result.success && result.data.ci && !result.data.secretsKeys) {
+    problems.add(
+      ["ci"],
+      "needs talos-platform-bootstrap:secretsKeys: each CI identity may use its own environment's app key only",
+    );
+  }
   problems.throwIfAny(stackFile);
-  const { gcp, stateBucket, secretsKey, ciMembers } = result.data!;
+  const { gcp, stateBucket, secretsKey, secretsKeys, ci } = result.data!;
   return {
     gcp,
     stateBucket: {
@@ -114,6 +170,9 @@ export function validateBootstrapConfig(
       keepVersions: stateBucket.keepVersions ?? 20,
     },
     secretsKey: secretsKey && { ...secretsKey, location: secretsKey.location ?? gcp.region },
-    ciMembers: ciMembers ?? [],
+    ...(secretsKeys && {
+      secretsKeys: { ...secretsKeys, location: secretsKeys.location ?? gcp.region },
+    }),
+    ...(ci && { ci: { ...ci, drift: ci.drift ?? false } }),
   };
 }

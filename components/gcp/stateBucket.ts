@@ -16,25 +16,23 @@ export interface StateBucketArgs {
     readonly cryptoKey: string;
     readonly location: string;
   };
-  /**
-   * IAM principals of CI (`serviceAccount:ci@<project>.iam.gserviceaccount.com`): object admin on the
-   * bucket (state, and the lock objects even a preview writes) and encrypter/decrypter on the key.
-   */
-  readonly ciMembers?: readonly string[];
+  /** One key per (layer, environment), `<layer>-<environment>`, for CI's identities to split. */
+  readonly secretsKeys?: {
+    readonly keyRing: string;
+    readonly location: string;
+    readonly environments: readonly string[];
+  };
   readonly provider: gcp.Provider;
 }
 
-/** The roles CI needs to run the app layer against this bucket and key. */
-const CI_BUCKET_ROLE = "roles/storage.objectAdmin";
-const CI_KEY_ROLE = "roles/cloudkms.cryptoKeyEncrypterDecrypter";
+/** The layers whose stacks keep state in the bucket, each with its own key per environment. */
+export const SECRETS_KEY_LAYERS = ["foundation", "app"] as const;
+export type SecretsKeyLayer = (typeof SECRETS_KEY_LAYERS)[number];
 
-/** A resource-name-safe form of an IAM principal. */
-function memberSlug(member: string): string {
-  return member
-    .replace(/^[a-zA-Z]+:/, "")
-    .replace(/@.*$/, "")
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, "-");
+/** A created key: its id (`projects/…/cryptoKeys/…`) and the `gcpkms://` URL of it. */
+export interface SecretsKey {
+  readonly id: pulumi.Output<string>;
+  readonly secretsProvider: pulumi.Output<string>;
 }
 
 /**
@@ -47,6 +45,13 @@ export class StateBucket extends pulumi.ComponentResource {
   public readonly backendUrl: pulumi.Output<string>;
   /** `gcpkms://projects/…/cryptoKeys/…`, when a secrets key was asked for. */
   public readonly secretsProvider?: pulumi.Output<string>;
+  /** The bucket's name. */
+  public readonly bucketName: pulumi.Output<string>;
+  /** `secretsKeys`' keys, by layer, then environment. */
+  public readonly keys: Record<SecretsKeyLayer, Record<string, SecretsKey>> = {
+    foundation: {},
+    app: {},
+  };
 
   constructor(name: string, args: StateBucketArgs, opts?: pulumi.ComponentResourceOptions) {
     super("platform:gcp:StateBucket", name, {}, opts);
@@ -72,39 +77,56 @@ export class StateBucket extends pulumi.ComponentResource {
       { ...resourceOpts, protect: true },
     );
     this.backendUrl = pulumi.interpolate`gs://${bucket.name}`;
-    for (const member of args.ciMembers ?? []) {
-      new gcp.storage.BucketIAMMember(
-        `${name}-ci-${memberSlug(member)}-objects`,
-        { bucket: bucket.name, role: CI_BUCKET_ROLE, member },
-        resourceOpts,
-      );
-    }
-
-    if (args.secretsKey) {
-      const { keyRing, cryptoKey, location } = args.secretsKey;
-      const ring = new gcp.kms.KeyRing(
-        `${name}-secrets-key-ring`,
-        { name: keyRing, location, project: args.project },
-        { ...resourceOpts, protect: true },
-      );
+    this.bucketName = bucket.name;
+    // One key ring per name and location, shared by the legacy key and the per-stack keys.
+    const rings = new Map<string, gcp.kms.KeyRing>();
+    const ring = (keyRing: string, location: string) => {
+      const id = `${location}/${keyRing}`;
+      let found = rings.get(id);
+      if (!found) {
+        const suffix = rings.size === 0 ? "" : `-${keyRing}-${location}`.toLowerCase();
+        found = new gcp.kms.KeyRing(
+          `${name}-secrets-key-ring${suffix}`,
+          { name: keyRing, location, project: args.project },
+          { ...resourceOpts, protect: true },
+        );
+        rings.set(id, found);
+      }
+      return found;
+    };
+    const cryptoKey = (resourceName: string, keyName: string, keyRing: gcp.kms.KeyRing) => {
       const key = new gcp.kms.CryptoKey(
-        `${name}-secrets-key`,
+        resourceName,
         {
-          name: cryptoKey,
-          keyRing: ring.id,
+          name: keyName,
+          keyRing: keyRing.id,
           purpose: "ENCRYPT_DECRYPT",
           labels: { purpose: "pulumi-secrets" },
         },
         { ...resourceOpts, protect: true },
       );
       // key.id is projects/P/locations/L/keyRings/R/cryptoKeys/K, the form gcpkms:// takes.
-      this.secretsProvider = pulumi.interpolate`gcpkms://${key.id}`;
-      for (const member of args.ciMembers ?? []) {
-        new gcp.kms.CryptoKeyIAMMember(
-          `${name}-ci-${memberSlug(member)}-secrets`,
-          { cryptoKeyId: key.id, role: CI_KEY_ROLE, member },
-          resourceOpts,
-        );
+      return { id: key.id, secretsProvider: pulumi.interpolate`gcpkms://${key.id}` };
+    };
+
+    if (args.secretsKey) {
+      const { keyRing, cryptoKey: keyName, location } = args.secretsKey;
+      this.secretsProvider = cryptoKey(
+        `${name}-secrets-key`,
+        keyName,
+        ring(keyRing, location),
+      ).secretsProvider;
+    }
+    if (args.secretsKeys) {
+      const { keyRing, location, environments } = args.secretsKeys;
+      for (const layer of SECRETS_KEY_LAYERS) {
+        for (const environment of environments) {
+          this.keys[layer][environment] = cryptoKey(
+            `${name}-secrets-key-${layer}-${environment}`,
+            `${layer}-${environment}`,
+            ring(keyRing, location),
+          );
+        }
       }
     }
     this.registerOutputs({ backendUrl: this.backendUrl, secretsProvider: this.secretsProvider });

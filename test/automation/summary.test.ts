@@ -329,6 +329,26 @@ describe("preview summary for pull requests", () => {
       ["app", "staging", "skipped", ["app/Pulumi.yaml does not exist yet."]],
     );
   });
+
+  it("refuses a seed comment whose data block is not preview sections, through the command line, and leaves the file alone", async () => {
+    const root = makeRepo();
+    const forged = [{ layer: "app", env: "prod", status: "ok", counts: {}, html: "<img src=x>" }];
+    const seed = `${SUMMARY_MARKER}\n<!-- talos-platform:preview-data:${JSON.stringify(forged)} -->\n`;
+    fs.writeFileSync(path.join(root, "pr.md"), seed);
+    const argv = [
+      "preview",
+      "staging",
+      "--layer",
+      "app",
+      "--summary",
+      "pr.md",
+      "--skip-missing-layer",
+    ];
+    const ctx = testContext({ repoRoot: root });
+    assert.equal(await runCli(argv, ctx), ExitCode.usage);
+    assert.equal(fs.readFileSync(path.join(root, "pr.md"), "utf8"), seed);
+    assert.throws(() => readSections(seed), /not a list of preview sections/);
+  });
 });
 
 describe("critical resources", () => {

@@ -38,20 +38,27 @@ describe("bootstrap layer validation", () => {
     );
   });
 
-  it("rejects a CI member that is not an IAM principal", () => {
-    assert.throws(
-      () =>
-        validateBootstrapConfig(
-          {
-            gcp: { project: "example-homelab", region: "x" },
-            stateBucket: { name: "example-state" },
-            ciMembers: ["platform-ci@example-homelab.iam.gserviceaccount.com"],
-          },
-          "bootstrap/Pulumi.shared.yaml",
-        ),
-      (e: Error) =>
-        e.message ===
-        'bootstrap/Pulumi.shared.yaml has 1 problem; nothing was created:\n  - ciMembers[0]: expected an IAM principal, e.g. serviceAccount:ci@<project>.iam.gserviceaccount.com; got "platform-ci@example-homelab.iam.gserviceaccount.com"',
+  it("refuses ciMembers, and ci without secretsKeys or with a repository id that is not numeric", () => {
+    const problems = problemsOf((v) => {
+      v.ciMembers = ["serviceAccount:platform-ci@example-homelab.iam.gserviceaccount.com"];
+      v.ci.repositoryId = "example/homelab";
+      delete v.secretsKeys;
+    });
+    assert.equal(problems.length, 2, problems.join("\n"));
+    assert.match(
+      problems[0],
+      /^ciMembers: refused: it gave CI object admin on the whole state bucket/,
+    );
+    assert.match(problems[1], /^ci\.repositoryId: expected the numeric id as a string/);
+    assert.deepEqual(
+      problemsOf((v) => delete v.secretsKeys),
+      [
+        "ci: needs talos-platform-bootstrap:secretsKeys: each CI identity may use its own environment's app key only",
+      ],
+    );
+    assert.match(
+      problemsOf((v) => (v.secretsKeys.environments = ["staging", "staging"])).join(),
+      /secretsKeys\.environments: duplicate environment/,
     );
   });
 

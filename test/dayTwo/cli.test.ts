@@ -86,15 +86,26 @@ describe("scheduled drift workflow", () => {
 
   it("runs the drift command and installs the talosctl of the stack's Talos version", () => {
     const runs = job.steps.map((s) => s.run ?? "").join("\n");
-    assert.match(runs, /npm run --silent platform -- drift "\$\{\{ matrix\.env \}\}"/);
+    // The environment reaches the scripts through env, never spliced into them.
+    assert.match(runs, /npm run --silent platform -- drift "\$ENVIRONMENT"/);
     // The certificate check fails the job at 30 days left, health on an unhealthy cluster; both
     // run even when drift was found.
-    assert.match(runs, /platform -- certs "\$\{\{ matrix\.env \}\}" --min-days 30/);
-    assert.match(runs, /platform -- health "\$\{\{ matrix\.env \}\}"/);
+    assert.match(runs, /platform -- certs "\$ENVIRONMENT" --min-days 30/);
+    assert.match(runs, /platform -- health "\$ENVIRONMENT"/);
+    for (const step of job.steps.filter((s) =>
+      /platform -- (drift|certs|health)/.test(s.run ?? ""),
+    )) {
+      assert.equal(
+        (step as { env?: Record<string, string> }).env?.ENVIRONMENT,
+        "${{ matrix.env }}",
+      );
+    }
     for (const step of job.steps.filter((s) => /platform -- (certs|health)/.test(s.run ?? ""))) {
       assert.equal((step as { if?: string }).if, "success() || failure()");
     }
-    assert.match(runs, /talosVersion/);
-    assert.match(runs, /releases\/download\/\$\{?version\}?\/talosctl-linux-amd64/);
+    assert.match(runs, /scripts\/install-talosctl\.sh "\$ENVIRONMENT"/);
+    const script = fs.readFileSync(path.join(ROOT, "scripts", "install-talosctl.sh"), "utf8");
+    assert.match(script, /talosVersion/);
+    assert.match(script, /releases\/download\/\$\{version\}\/talosctl-linux-amd64/);
   });
 });
