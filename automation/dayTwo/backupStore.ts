@@ -57,7 +57,20 @@ export function fileStore(dir: string): BackupStore {
     async put(name, data) {
       ensurePrivateDir(dir);
       // O_EXCL: an existing backup is never replaced.
-      fs.writeFileSync(path.join(dir, name), data, { mode: PRIVATE_FILE_MODE, flag: "wx" });
+      try {
+        fs.writeFileSync(path.join(dir, name), data, { mode: PRIVATE_FILE_MODE, flag: "wx" });
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+        throw new UserError(
+          {
+            what: `uploading ${name} (${url})`,
+            problem: "a backup of that name exists, and backups are never replaced",
+            got: name,
+            fix: "Wait a second and take another",
+          },
+          ExitCode.failed,
+        );
+      }
       return object(name);
     },
     async get(name) {
@@ -168,6 +181,7 @@ export function gcsStore(
         `${base}/upload/storage/v1/b/${encodeURIComponent(bucket)}/o?${query}`,
         data,
       );
+      // 412: an object of that name exists (ifGenerationMatch=0).
       if (answer.status !== 200) fail(`uploading ${name}`, answer.status, answer.body);
       return toObject(JSON.parse(answer.body.toString("utf8")));
     },
