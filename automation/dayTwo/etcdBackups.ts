@@ -11,7 +11,6 @@ import { normalizeEtcdBackups } from "../../components/config/normalize";
 import { etcdBackupsSchema } from "../../components/config/schema";
 import type { EtcdBackupsSpec } from "../../components/spec/types";
 import type { CliContext } from "../context";
-import type { Env } from "../env";
 import { ExitCode, type ExitCodeValue, UserError } from "../errors";
 import { PRIVATE_FILE_MODE, ensurePrivateDir } from "../files";
 import { readStackFile, requireEnvironment, resolveLayer } from "../layers";
@@ -119,7 +118,7 @@ function ageIdentity(ctx: CliContext, identityFile: string | undefined): string 
     source = identityFile;
     try {
       text = fs.readFileSync(path.resolve(ctx.cwd, identityFile), "utf8");
-    } catch (error) {
+    } catch {
       throw new UserError({
         what: "--age-identity",
         problem: "cannot be read",
@@ -329,5 +328,3 @@ export function newestBackupOf(ctx: BackupContext): NewestBackup {
     return { at: newest.at, where: newest.url, overdueAfterMs };
   };
 }
-
-export type { Env };

@@ -19,9 +19,7 @@ import type { EtcdAlarm, EtcdMemberStatus, TalosClient } from "./talosClient";
  * the `etcd backups` listing in (etcdBackups.ts: newestBackupOf); without one the report says
  * "not configured".
  */
-export type NewestBackup = (
-  env: string,
-) => Promise<
+export type NewestBackup = (env: string) => Promise<
   ({ readonly at: Date; readonly where: string } | { readonly unavailable: string }) & {
     readonly overdueAfterMs?: number;
   }
