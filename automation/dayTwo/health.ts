@@ -155,7 +155,8 @@ export async function healthReport(
   const certificates = await surveyCertificates(deps, cluster);
   const backup = await options
     .newestBackup(cluster.stack.env)
-    .catch((error: unknown) => ({ unavailable: errorReason(error) }));
+    // Backups that cannot be read cannot be shown to be fresh: that counts as a problem.
+    .catch((error: unknown) => ({ unavailable: errorReason(error), overdueAfterMs: 0 }));
   const versions = await nodeVersions(client, cluster);
   const stale = backupProblem(backup, deps.clock.now());
   const problems = [
