@@ -27,7 +27,7 @@ import { strict as assert } from "node:assert";
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { parse } from "yaml";
+import { parse, stringify } from "yaml";
 import { spawnRunner } from "../../automation/dayTwo/toolRunner";
 import { ExitCode } from "../../automation/errors";
 import {
@@ -540,10 +540,13 @@ describe("the engine tier: the lifecycle on five emulated Talos nodes", function
       const age = await import("age-encryption");
       identity = await age.generateX25519Identity();
       stackBefore = fs.readFileSync(stackFile, "utf8");
-      fs.writeFileSync(
-        stackFile,
-        `${stackBefore.replace(/\n*$/, "\n")}  ${PROJECT}:etcdBackups:\n    schedule: "0 */6 * * *"\n    destination: file://${backupDir()}\n    encryption: { age: ${await age.identityToRecipient(identity)} }\n`,
-      );
+      const stack = parse(stackBefore) as { config: Record<string, unknown> };
+      stack.config[`${PROJECT}:etcdBackups`] = {
+        schedule: "0 */6 * * *",
+        destination: `file://${backupDir()}`,
+        encryption: { age: await age.identityToRecipient(identity) },
+      };
+      fs.writeFileSync(stackFile, stringify(stack));
     });
     after(() => fs.writeFileSync(stackFile, stackBefore));
 
