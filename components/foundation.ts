@@ -9,7 +9,9 @@ import { loadPlatformConfig } from "./config/load";
 import { StackConfigError } from "./config/problems";
 import type { NodeSpec, PlatformSpec } from "./spec/types";
 import { fluxHandoffPatch } from "./flux/handoff";
+import { etcdBackupPatches, type WriterKey } from "./etcdBackups/manifests";
 import { ClusterDns, endpointRecords } from "./gcp/clusterDns";
+import { EtcdBackupWriter } from "./gcp/etcdBackupWriter";
 import { OpenbaoUnsealKey, SealStanza } from "./gcp/openbaoUnseal";
 import { PublishedFoundation, publishedObject } from "./gcp/publishedValues";
 import { BOOT_RECORDS_OUTPUT, type BootRecord, mergeBootRecords } from "./talos/bootRecords";
@@ -124,6 +126,33 @@ export async function foundation(): Promise<FoundationOutputs> {
   if (plan.refusals.length > 0) throw new StackConfigError(stackFile, plan.refusals);
   for (const warning of plan.warnings) void pulumi.log.warn(warning);
   const nodes = spec.nodes.filter((node) => plan.registered.has(node.name));
+  // The GCP provider comes before the cluster: the backup job's HMAC key goes into the control planes'
+  // configs (as the Kubernetes Secret the job reads it from).
+  const provider =
+    services.gcp &&
+    new gcp.Provider(`${spec.cluster.name}-gcp`, {
+      ...services.gcp,
+      // A service-account key when the CLI found one; else application default credentials.
+      credentials: secrets.gcpCredentials,
+    });
+  const backups = services.etcdBackups;
+  const backupWriter =
+    backups?.destination.kind === "gs"
+      ? new EtcdBackupWriter(`${spec.cluster.name}-etcd-backup`, {
+          gcp: services.gcp!,
+          clusterName: spec.cluster.name,
+          destination: backups.destination,
+          provider: provider!,
+        })
+      : undefined;
+  const fluxDocuments = flux
+    ? pulumi.output(secrets.fluxDeployKey).apply((key) => [fluxHandoffPatch(flux, key)])
+    : pulumi.output([]);
+  const backupDocuments = backups
+    ? pulumi
+        .output<WriterKey | undefined>(backupWriter?.key)
+        .apply((key) => etcdBackupPatches(backups, spec.cluster.name, key))
+    : pulumi.output([]);
   const cluster = new TalosCluster(spec.cluster.name, {
     cluster: spec.cluster,
     nodes,
@@ -140,18 +169,11 @@ export async function foundation(): Promise<FoundationOutputs> {
       ociPrivateKey: secrets.ociPrivateKey,
       openstackApplicationCredentialSecret: secrets.openstackApplicationCredentialSecret,
     },
-    controlPlaneDocuments: flux
-      ? pulumi.output(secrets.fluxDeployKey).apply((key) => [fluxHandoffPatch(flux, key)])
-      : [],
+    controlPlaneDocuments: pulumi
+      .all([fluxDocuments, backupDocuments])
+      .apply(([f, b]) => [...f, ...b]),
   });
 
-  const provider =
-    services.gcp &&
-    new gcp.Provider(`${spec.cluster.name}-gcp`, {
-      ...services.gcp,
-      // A service-account key when the CLI found one; else application default credentials.
-      credentials: secrets.gcpCredentials,
-    });
   const unseal =
     services.openbao &&
     new OpenbaoUnsealKey(`${spec.cluster.name}-openbao-unseal`, {

@@ -220,3 +220,19 @@ export function validTalos(minor: string): ValidateFunction {
 export function validTalos113(): ValidateFunction {
   return validTalos("1.13");
 }
+
+/**
+ * An age identity made for the tests (`age-keygen`'s form) and its public key: the off-site etcd
+ * backups' encryption in test stacks. Not a secret of anything real.
+ */
+export const TEST_AGE_IDENTITY =
+  "AGE-SECRET-KEY-18JR0CGLKVJENMS7RMKZ8ZFYWSFT6ERETX4V4CL82LH7HDU44QWLQLLVDGP";
+export const TEST_AGE_RECIPIENT = "age1thmpnj62s2t4ksf8mvjhtr2he7ld6zr6tm5xykmufztpy5gh8cjsxydqx9";
+
+/** {@link withServices} with off-site etcd backups to the state bucket (a gs:// backend). */
+export function withEtcdBackups(): StackValues {
+  const values: any = withServices();
+  values.backend = "gs://demo-state/foundation";
+  values.etcdBackups = { schedule: "0 */6 * * *", encryption: { age: TEST_AGE_RECIPIENT } };
+  return values;
+}

@@ -495,6 +495,16 @@ function fakeResource(
         state: { ...inputs, privateKey: Buffer.from(file).toString("base64") },
       };
     }
+    case "gcp:storage/hmacKey:HmacKey":
+      // Cloud Storage's HMAC key: a 61-character access ID for a service account, a 40-character secret.
+      return {
+        id: `${name}-id`,
+        state: {
+          ...inputs,
+          accessId: "GOOG1E" + "A".repeat(55),
+          secret: fakeKey("hmac-secret"),
+        },
+      };
     case "gcp:iam/workloadIdentityPool:WorkloadIdentityPool": {
       const poolName = `projects/123456789012/locations/global/workloadIdentityPools/${inputs.workloadIdentityPoolId}`;
       return { id: poolName, state: { ...inputs, name: poolName } };

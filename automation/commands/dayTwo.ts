@@ -1,4 +1,4 @@
-// Registers the day-two commands (preflight, upgrade talos|kubernetes, etcd snapshot|restore|defrag,
+// Registers the day-two commands (preflight, upgrade talos|kubernetes, etcd snapshot|restore|backups|defrag,
 // replace-node, drift, certs, health, rollout) on the CLI's commander program; the work is in automation/dayTwo/,
 // loaded only when one of these commands runs (`--help` and usage errors load none of it).
 import { type Command, Option } from "commander";
@@ -313,26 +313,43 @@ export function registerDayTwoCommands(
     )
     .argument("<env>", envArgument)
     .option("--out <file>", "write it here instead (not pruned)")
+    .option(
+      "--upload",
+      "also encrypt it (etcdBackups.encryption.age) and upload it to etcdBackups.destination, and print its address",
+    )
     .addOption(keepOption())
     .addOption(installCli())
-    .action(async (env: string, options: Common & { out?: string; keepSnapshots: number }) => {
-      const { etcdSnapshot } = await import("../dayTwo/etcd");
-      done(
-        await etcdSnapshot(ctx, {
-          env,
-          keepSnapshots: options.keepSnapshots,
-          installCli: options.installCli === true,
-          ...(options.out !== undefined ? { out: options.out } : {}),
-        }),
-      );
-    });
+    .action(
+      async (
+        env: string,
+        options: Common & { out?: string; keepSnapshots: number; upload?: boolean },
+      ) => {
+        const { etcdSnapshot } = await import("../dayTwo/etcd");
+        done(
+          await etcdSnapshot(ctx, {
+            env,
+            keepSnapshots: options.keepSnapshots,
+            installCli: options.installCli === true,
+            upload: options.upload === true,
+            ...(options.out !== undefined ? { out: options.out } : {}),
+          }),
+        );
+      },
+    );
   etcd
     .command("restore")
     .description(
       "restore etcd from a snapshot after lost quorum (Talos' disaster recovery, step by step)",
     )
     .argument("<env>", envArgument)
-    .requiredOption("--from <file>", "the snapshot to restore")
+    .requiredOption(
+      "--from <file|url>",
+      "the snapshot to restore: a local file, or a backup at gs://… or file://… (decrypted when it ends in .age)",
+    )
+    .option(
+      "--age-identity <file>",
+      "the age identity (age-keygen's file) an encrypted backup is decrypted with; else ETCD_BACKUP_AGE_IDENTITY",
+    )
     .option("--yes", "confirm every step in advance (non-interactive)")
     .option(
       "--allow-healthy",
@@ -351,6 +368,7 @@ export function registerDayTwoCommands(
         env: string,
         options: Common & {
           from: string;
+          ageIdentity?: string;
           yes?: boolean;
           allowHealthy?: boolean;
           waitTimeout: number;
@@ -361,6 +379,7 @@ export function registerDayTwoCommands(
           await etcdRestore(ctx, {
             env,
             from: options.from,
+            ...(options.ageIdentity !== undefined ? { ageIdentity: options.ageIdentity } : {}),
             yes: options.yes === true,
             allowHealthy: options.allowHealthy === true,
             installCli: options.installCli === true,
@@ -369,6 +388,24 @@ export function registerDayTwoCommands(
         );
       },
     );
+
+  etcd
+    .command("backups")
+    .description(
+      "list the off-site backups (etcdBackups.destination), newest first: name, time, size, age; exit 8 when there is none or the newest is older than twice the schedule",
+    )
+    .argument("<env>", envArgument)
+    .option("--json", "print the list as JSON")
+    .option(
+      "--prune",
+      "delete the backups older than etcdBackups.retentionDays (never the newest), with your credentials",
+    )
+    .action(async (env: string, options: { json?: boolean; prune?: boolean }) => {
+      const { etcdBackups } = await import("../dayTwo/etcdBackups");
+      done(
+        await etcdBackups(ctx, { env, json: options.json === true, prune: options.prune === true }),
+      );
+    });
 
   etcd
     .command("defrag")
@@ -438,8 +475,10 @@ export function registerDayTwoCommands(
         options: Common & { minDays: number; healthTimeout: number; json?: boolean },
       ) => {
         const { health } = await import("../dayTwo/health");
+        const { newestBackupOf } = await import("../dayTwo/etcdBackups");
         done(
           await health(ctx, {
+            newestBackup: newestBackupOf(ctx),
             env,
             minDays: options.minDays,
             healthTimeoutMs: options.healthTimeout,

@@ -16,6 +16,8 @@ import type { DayTwoDeps } from "./deps";
 import { healthGate, quorum } from "./gates";
 import { DEFAULT_RESTORE_WAIT_MS } from "./options";
 import { type DayTwoSession, runDayTwo } from "./run";
+import type { BackupObject } from "./backupStore";
+import { requireBackupSettings, resolveRestoreSource, uploadSnapshot } from "./etcdBackups";
 import { snapshotDir, takeSnapshot } from "./snapshots";
 import type { ServiceStatus } from "./talosClient";
 
@@ -25,6 +27,8 @@ interface SnapshotCommand {
   readonly out?: string;
   readonly keepSnapshots: number;
   readonly installCli: boolean;
+  /** Also encrypt it and upload it to the off-site backups' destination (etcdBackups). */
+  readonly upload?: boolean;
 }
 
 /** Runs `etcd snapshot`: prints the file's path. */
@@ -32,20 +36,42 @@ export async function etcdSnapshot(
   ctx: CliContext,
   request: SnapshotCommand,
 ): Promise<ExitCodeValue> {
+  // Before anything is taken: --upload needs the settings.
+  const backups = request.upload
+    ? requireBackupSettings(ctx.repoRoot, request.env, "etcd snapshot --upload")
+    : undefined;
+  let uploaded: BackupObject | undefined;
   const snapshot = await runDayTwo(
     ctx,
     { command: "etcd snapshot", env: request.env, installCli: request.installCli },
-    ({ client, cluster, deps }) =>
-      takeSnapshot({
+    async ({ client, cluster, deps }) => {
+      const now = deps.clock.now();
+      const taken = await takeSnapshot({
         client,
         cluster,
         repoRoot: ctx.repoRoot,
-        now: deps.clock.now(),
+        now,
         keep: request.keepSnapshots,
         ...(request.out !== undefined ? { out: path.resolve(ctx.cwd, request.out) } : {}),
-      }),
+      });
+      if (backups)
+        uploaded = await uploadSnapshot(
+          ctx,
+          backups.settings,
+          backups.clusterName,
+          taken.file,
+          now,
+        );
+      return taken;
+    },
   );
   ctx.stdout.write(`${snapshot.file}\n`);
+  if (uploaded) {
+    ctx.stdout.write(`${uploaded.url}\n`);
+    ctx.stderr.write(
+      `uploaded to ${uploaded.url} (${uploaded.bytes} bytes, age-encrypted to etcdBackups.encryption.age)\n`,
+    );
+  }
   ctx.stderr.write(
     `etcd snapshot of ${request.env} from ${snapshot.from}: ${snapshot.bytes} bytes, mode 0600` +
       (snapshot.pruned.length > 0
@@ -68,6 +94,8 @@ interface RestoreCommand {
   /** How long each wait may take. */
   readonly waitTimeoutMs?: number;
   readonly pollMs?: number;
+  /** The age identity file an encrypted backup is decrypted with (else ETCD_BACKUP_AGE_IDENTITY). */
+  readonly ageIdentity?: string;
 }
 
 /**
@@ -84,7 +112,8 @@ export async function etcdRestore(
   ctx: CliContext,
   request: RestoreCommand,
 ): Promise<ExitCodeValue> {
-  const file = path.resolve(ctx.cwd, request.from);
+  // A gs:// or file:// backup (or a local .age file) is fetched and decrypted into the local store.
+  const file = await resolveRestoreSource(ctx, request.env, request.from, request.ageIdentity);
   if (!fs.existsSync(file) || !fs.statSync(file).isFile() || fs.statSync(file).size === 0) {
     throw new UserError({
       what: "--from",

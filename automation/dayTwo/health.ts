@@ -14,13 +14,29 @@ import { runDayTwo } from "./run";
 import type { EtcdAlarm, EtcdMemberStatus, TalosClient } from "./talosClient";
 
 /**
- * The newest off-site etcd backup of an environment, or why there is none to report. A hook: the
- * off-site backups (`etcd backups <env>`) plug their listing in here; until then the report says
+ * The newest off-site etcd backup of an environment, or why there is none to report; with backups
+ * configured, the age past which one is overdue (twice the schedule's longest gap). The CLI plugs
+ * the `etcd backups` listing in (etcdBackups.ts: newestBackupOf); without one the report says
  * "not configured".
  */
-export type NewestBackup = (
-  env: string,
-) => Promise<{ readonly at: Date; readonly where: string } | { readonly unavailable: string }>;
+export type NewestBackup = (env: string) => Promise<
+  ({ readonly at: Date; readonly where: string } | { readonly unavailable: string }) & {
+    readonly overdueAfterMs?: number;
+  }
+>;
+
+/** The backup's problem, if any: configured but none there, or the newest overdue. */
+export function backupProblem(
+  backup: Awaited<ReturnType<NewestBackup>>,
+  now: number,
+): string | undefined {
+  if (backup.overdueAfterMs === undefined) return undefined;
+  if (!("at" in backup)) return `etcd backups: ${backup.unavailable}`;
+  const ageMs = now - backup.at.getTime();
+  return ageMs > backup.overdueAfterMs
+    ? `etcd backups: the newest (${backup.where}) is ${formatAge(ageMs)} old, more than twice the schedule (${formatAge(backup.overdueAfterMs)})`
+    : undefined;
+}
 
 /** The default hook: no off-site backups are configured. */
 export const noBackupsConfigured: NewestBackup = async () => ({ unavailable: "not configured" });
@@ -139,8 +155,10 @@ export async function healthReport(
   const certificates = await surveyCertificates(deps, cluster);
   const backup = await options
     .newestBackup(cluster.stack.env)
-    .catch((error: unknown) => ({ unavailable: errorReason(error) }));
+    // Backups that cannot be read cannot be shown to be fresh: that counts as a problem.
+    .catch((error: unknown) => ({ unavailable: errorReason(error), overdueAfterMs: 0 }));
   const versions = await nodeVersions(client, cluster);
+  const stale = backupProblem(backup, deps.clock.now());
   const problems = [
     ...(talos.ok ? [] : [`talos: ${talos.detail}`]),
     ...memberProblems(members),
@@ -154,6 +172,7 @@ export async function healthReport(
           `version skew on ${v.node}: Talos ${v.talos}, Kubernetes ${v.kubernetes} (stack: ${cluster.stack.talosVersion}, ${cluster.stack.kubernetesVersion})`,
       ),
     ...certificates.unread.map((u) => `certificate ${u.name}: ${u.error}`),
+    ...(stale ? [stale] : []),
   ];
   return { talos, members, alarms, certificates, backup, versions, problems };
 }
@@ -253,7 +272,13 @@ export async function health(ctx: CliContext, request: HealthCommand): Promise<E
           certificates: certificatesJson(report.certificates, request.minDays),
           backup:
             "at" in report.backup
-              ? { at: report.backup.at.toISOString(), where: report.backup.where }
+              ? {
+                  at: report.backup.at.toISOString(),
+                  where: report.backup.where,
+                  ...(report.backup.overdueAfterMs !== undefined
+                    ? { overdueAfterMs: report.backup.overdueAfterMs }
+                    : {}),
+                }
               : report.backup,
         },
         null,

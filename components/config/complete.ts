@@ -11,6 +11,7 @@ import type {
   RawCluster,
   RawDns,
   RawFlux,
+  RawEtcdBackups,
   RawGcp,
   RawOci,
   RawOciNode,
@@ -71,6 +72,9 @@ export interface CompleteStack {
   readonly openbao?: RawOpenbao;
   readonly dns?: RawDns;
   readonly flux?: RawFlux;
+  readonly etcdBackups?: RawEtcdBackups;
+  /** The state backend URL (`talos-platform:backend`), for the backups' default destination. */
+  readonly backend?: unknown;
 }
 
 /** The cluster section settled; undefined when a rule reports why it cannot be. */
@@ -129,8 +133,20 @@ export function completeStack(input: RuleInput): CompleteStack {
     if (!node) throw incomplete(input, `nodes[${entry.index}]`);
     return node;
   });
-  const { proxmox, oci, openstack, gcp, openbao, dns, flux } = input;
-  return { cluster, nodes, proxmox, oci, openstack, gcp, openbao, dns, flux };
+  const { proxmox, oci, openstack, gcp, openbao, dns, flux, etcdBackups } = input;
+  return {
+    cluster,
+    nodes,
+    proxmox,
+    oci,
+    openstack,
+    gcp,
+    openbao,
+    dns,
+    flux,
+    etcdBackups,
+    backend: input.raw.backend,
+  };
 }
 
 function incomplete({ stackFile }: RuleInput, key: string): Error {

@@ -26,6 +26,7 @@ export const FOUNDATION_SETTINGS_KEYS = [
   "openbao",
   "dns",
   "flux",
+  "etcdBackups",
 ] as const;
 
 /** Keys the CLI reads from every layer's stack file (`<project>:backend`, the state backend URL). */

@@ -1,5 +1,13 @@
 // The normalise phase: a complete stack file (complete.ts) into the PlatformSpec the components
 // receive. Defaults are applied here, once; nothing here can fail, since the rules ran first.
+import {
+  DEFAULT_BACKUP_NAMESPACE,
+  DEFAULT_RETENTION_DAYS,
+  TALOS_BACKUP_IMAGE,
+  defaultDestination,
+  parseDestination,
+  schedulePeriodMs,
+} from "./etcdBackups";
 import { stringify } from "yaml";
 import { enablesServingCertRotation, SERVING_CERT_APPROVER_MANIFEST } from "../talos/servingCerts";
 import { canonicalIp, deriveMac, fqdn, hostPort, hostPrefix, ipFamily } from "../net";
@@ -13,6 +21,7 @@ import type {
   PlatformSpec,
   PoolPlacement,
   ProxmoxSpec,
+  EtcdBackupsSpec,
   ServicesSpec,
   SiteSpec,
 } from "../spec/types";
@@ -31,6 +40,7 @@ import {
 import type {
   RawCluster,
   RawDns,
+  RawEtcdBackups,
   RawFlux,
   RawGcp,
   RawNode,
@@ -84,9 +94,13 @@ export function normalizeServices(
     readonly openbao?: RawOpenbao;
     readonly dns?: RawDns;
     readonly flux?: RawFlux;
+    readonly etcdBackups?: RawEtcdBackups;
+    readonly backend?: unknown;
+    /** The values as read (a rule's input): the backend when `backend` is not given. */
+    readonly raw?: Readonly<Record<string, unknown>>;
   },
 ): ServicesSpec {
-  const { gcp, openbao, dns, flux } = services;
+  const { gcp, openbao, dns, flux, etcdBackups } = services;
   const endpointIsName = ipFamily(cluster.endpoint) === undefined;
   return {
     gcp,
@@ -132,6 +146,32 @@ export function normalizeServices(
       knownHosts: flux.knownHosts,
       ssh: flux.repository.startsWith("ssh://"),
     },
+    etcdBackups:
+      etcdBackups &&
+      normalizeEtcdBackups(etcdBackups, cluster.name, services.backend ?? services.raw?.backend),
+  };
+}
+
+/**
+ * The backup settings with their defaults; undefined when the destination cannot be settled (the
+ * etcdBackups rule reports why, so a complete stack always has one).
+ */
+export function normalizeEtcdBackups(
+  raw: RawEtcdBackups,
+  clusterName: string,
+  backend: unknown,
+): EtcdBackupsSpec | undefined {
+  const url = raw.destination ?? defaultDestination(backend, clusterName);
+  const destination = url === undefined ? undefined : parseDestination(url);
+  if (destination === undefined || typeof destination === "string") return undefined;
+  return {
+    schedule: raw.schedule.trim().replace(/\s+/g, " "),
+    periodMs: schedulePeriodMs(raw.schedule),
+    retentionDays: raw.retentionDays ?? DEFAULT_RETENTION_DAYS,
+    destination,
+    ageRecipient: raw.encryption.age,
+    namespace: raw.namespace ?? DEFAULT_BACKUP_NAMESPACE,
+    image: raw.image ?? TALOS_BACKUP_IMAGE,
   };
 }
 

@@ -8,6 +8,7 @@ import type { IndexedNode, RuleInput, SchemaProblem } from "./rules/rule";
 import {
   clusterSchema,
   dnsSchema,
+  etcdBackupsSchema,
   fluxSchema,
   gcpSchema,
   nodeCommonSchema,
@@ -30,6 +31,7 @@ export interface RawStackConfig {
   readonly openbao?: unknown;
   readonly dns?: unknown;
   readonly flux?: unknown;
+  readonly etcdBackups?: unknown;
   /** Secret config keys set on the stack; their values are never read here. */
   readonly secretKeys?: ReadonlySet<string>;
   /**
@@ -44,7 +46,7 @@ export interface RawStackConfig {
 /** Platform settings keys, in the order their problems are listed. */
 const PLATFORM_KEYS = ["proxmox", "oci", "openstack"] as const;
 /** Foundation service keys. */
-const SERVICE_KEYS = ["gcp", "openbao", "dns", "flux"] as const;
+const SERVICE_KEYS = ["gcp", "openbao", "dns", "flux", "etcdBackups"] as const;
 
 /** Parses every section of `raw`; nothing is reported here (see the schema rule). */
 export function parseStack(raw: RawStackConfig, stackFile: string): RuleInput {
@@ -74,6 +76,7 @@ export function parseStack(raw: RawStackConfig, stackFile: string): RuleInput {
   const openbao = optional("openbao", openbaoSchema);
   const dns = optional("dns", dnsSchema);
   const flux = optional("flux", fluxSchema);
+  const etcdBackups = optional("etcdBackups", etcdBackupsSchema);
   const rawNodes = required("nodes", nodesSchema) ?? [];
   const nodes: IndexedNode[] = [];
   rawNodes.forEach((value, index) => {
@@ -111,6 +114,7 @@ export function parseStack(raw: RawStackConfig, stackFile: string): RuleInput {
     openbao,
     dns,
     flux,
+    etcdBackups,
     platformsGiven: given(PLATFORM_KEYS),
     servicesGiven: given(SERVICE_KEYS),
     secretKeys,

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { ipFamily, isDnsName, isMac, parseCidr } from "../net";
 import { PLATFORMS, ROLES } from "../spec/types";
 import { parseVersion } from "../talos/versions";
+import { parseDestination, scheduleProblem } from "./etcdBackups";
 
 /**
  * Talos `applyMode` values a stack may ask for (rules/quorum.ts refuses those that could reboot more
@@ -613,6 +614,45 @@ export const fluxSchema = z.strictObject({
   knownHosts: z.string().min(1).optional(),
 });
 
+/** An age X25519 recipient (public key): `age1` and 58 bech32 characters. */
+const ageRecipient = z.string().regex(/^age1[qpzry9x8gf2tvdw0s3jn54khce6mua7l]{58}$/, {
+  error: "expected an age X25519 public key (age1…, 62 characters), as age-keygen prints it",
+});
+
+/**
+ * The `talos-platform:etcdBackups` key: scheduled, encrypted etcd snapshots off the cluster, taken by
+ * siderolabs/talos-backup as a CronJob (docs/day-two.md: Off-site etcd backups).
+ */
+export const etcdBackupsSchema = z.strictObject({
+  /** Five-field cron schedule, UTC, e.g. "0 *\/6 * * *". */
+  schedule: z.string().superRefine((value, ctx) => {
+    const problem = scheduleProblem(value);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  }),
+  /** Days a backup is kept (`etcd backups <env> --prune`). @default 30 */
+  retentionDays: z.int().min(1).max(3650).optional(),
+  /** `gs://<bucket>/<folder>/`, or `file:///<folder>` (no in-cluster job). @default gs://<state bucket>/etcd/<cluster>/ */
+  destination: z
+    .string()
+    .superRefine((value, ctx) => {
+      const parsed = parseDestination(value);
+      if (typeof parsed === "string") ctx.addIssue({ code: "custom", message: parsed });
+    })
+    .optional(),
+  /**
+   * How snapshots are encrypted before they leave the cluster: talos-backup encrypts with an age
+   * public key only (the bucket's own encryption at rest applies besides).
+   */
+  encryption: z.strictObject({ age: ageRecipient }),
+  /** The namespace the job runs in, the only one allowed Talos API access. @default "talos-backup" */
+  namespace: dnsLabel.optional(),
+  /** talos-backup's image. @default "ghcr.io/siderolabs/talos-backup:v0.1.0-beta.3" */
+  image: z
+    .string()
+    .regex(/^\S+[:@]\S+$/, { error: "expected an image with a tag or digest" })
+    .optional(),
+});
+
 /** A node as written in the stack file. */
 export type RawNode = z.infer<typeof nodeSchema>;
 /** A Proxmox node as written in the stack file. */
@@ -633,6 +673,8 @@ export type RawGcp = z.infer<typeof gcpSchema>;
 export type RawOpenbao = z.infer<typeof openbaoSchema>;
 /** The DNS settings as written in the stack file. */
 export type RawDns = z.infer<typeof dnsSchema>;
+/** The off-site etcd backup settings as written in the stack file. */
+export type RawEtcdBackups = z.infer<typeof etcdBackupsSchema>;
 /** The Flux handoff settings as written in the stack file. */
 export type RawFlux = z.infer<typeof fluxSchema>;
 /** The cluster settings as written in the stack file. */

@@ -355,12 +355,46 @@ export interface FluxSpec {
   readonly ssh: boolean;
 }
 
+/** Where off-site etcd backups are kept. */
+export type BackupDestination =
+  | {
+      readonly kind: "gs";
+      readonly bucket: string;
+      /** The object-name prefix, ending in `/` (`etcd/<cluster>/`). */
+      readonly prefix: string;
+      /** `gs://<bucket>/<prefix>` */
+      readonly url: string;
+    }
+  | {
+      readonly kind: "file";
+      /** An absolute folder: a stand-in for the bucket (tests, labs); the in-cluster job cannot write there. */
+      readonly dir: string;
+      /** `file://<dir>/` */
+      readonly url: string;
+    };
+
+/** Off-site etcd backups: talos-backup as a CronJob, writing age-encrypted snapshots to one prefix. */
+export interface EtcdBackupsSpec {
+  /** Five-field cron, UTC. */
+  readonly schedule: string;
+  /** The longest gap between two runs of the schedule: a backup older than twice this is overdue. */
+  readonly periodMs: number;
+  readonly retentionDays: number;
+  readonly destination: BackupDestination;
+  /** The age X25519 public key snapshots are encrypted to. */
+  readonly ageRecipient: string;
+  /** The namespace the job runs in, the only one allowed Talos API access. */
+  readonly namespace: string;
+  readonly image: string;
+}
+
 /** Foundation services around the cluster; each present only when its stack key is. */
 export interface ServicesSpec {
   readonly gcp?: GcpSpec;
   readonly openbao?: OpenbaoSpec;
   readonly dns?: DnsSpec;
   readonly flux?: FluxSpec;
+  readonly etcdBackups?: EtcdBackupsSpec;
 }
 
 /** Everything one stack declares, validated. */

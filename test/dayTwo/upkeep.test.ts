@@ -19,7 +19,9 @@ import {
   parseHumanBytes,
 } from "../../automation/dayTwo/etcdStatusOutput";
 import { memberProblems } from "../../automation/dayTwo/health";
+import { backupName, encrypt } from "../../automation/dayTwo/etcdBackups";
 import { ExitCode } from "../../automation/errors";
+import { TEST_AGE_RECIPIENT } from "../fixtures";
 import { cleanupRepos } from "../automation/helpers";
 import { dayTwoFixture, foundationOutputs } from "./helpers";
 
@@ -352,5 +354,49 @@ describe("etcd defrag <env>", () => {
     Object.assign(f.ctx.env, { CI: "true" });
     assert.equal(await runCli(["etcd", "defrag", "staging"], f.ctx), ExitCode.refused);
     assert.deepEqual(f.talos.log, []);
+  });
+});
+
+describe("health <env> with off-site backups", () => {
+  afterEach(cleanupRepos);
+
+  /** certFixture(200) with etcdBackups to a folder, holding one backup `hoursAgo` old. */
+  async function withBackup(hoursAgo: number) {
+    const f = certFixture(200);
+    const dir = path.join(f.root, "bucket", "etcd", "staging");
+    fs.appendFileSync(
+      f.stackFile,
+      [
+        "  talos-platform:etcdBackups:",
+        '    schedule: "0 */6 * * *"',
+        `    destination: file://${dir}`,
+        `    encryption: { age: ${TEST_AGE_RECIPIENT} }`,
+        "",
+      ].join("\n"),
+    );
+    const at = f.clock.time - hoursAgo * 3_600_000;
+    fs.mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, backupName("staging", at));
+    fs.writeFileSync(file, await encrypt(Buffer.alloc(544, 1), TEST_AGE_RECIPIENT));
+    fs.utimesSync(file, new Date(at), new Date(at));
+    return { f, file };
+  }
+
+  it("reports the newest backup's age; exit 0 while it is within twice the schedule", async () => {
+    const { f, file } = await withBackup(1);
+    assert.equal(await runCli(["health", "staging"], f.ctx), ExitCode.ok, f.ctx.stderr.text);
+    assert.match(
+      f.ctx.stdout.text,
+      new RegExp(`^newest backup: \\S+ \\(1h old, file://${file}\\)$`, "m"),
+    );
+  });
+
+  it("exits 8 once the newest is older than twice the schedule, naming it", async () => {
+    const { f } = await withBackup(13);
+    assert.equal(await runCli(["health", "staging"], f.ctx), ExitCode.unhealthy);
+    assert.match(
+      f.ctx.stderr.text,
+      /^ {2}etcd backups: the newest \(file:\/\/\S+\) is 13h old, more than twice the schedule \(12h\)$/m,
+    );
   });
 });

@@ -14,9 +14,10 @@
 //      emulated Kubernetes API) and reboots the nodes in order, uncordoning each once Ready;
 //   4. upgrade talos with a fault at the second control plane: the roll stops, nothing further is
 //      touched; --resume finishes it and bumps the stack file;
-//   5. etcd snapshot, then etcd restore from it after two of the three control planes lost their
-//      etcd data at once (quorum lost): the last one wiped, the first bootstrapped from the
-//      snapshot, the others rejoining;
+//   5. etcd snapshot --upload (age-encrypted into a file:// folder standing in for the backups'
+//      bucket), then etcd restore --from that backup after two of the three control planes lost
+//      their etcd data at once (quorum lost): the last one wiped, the first bootstrapped from the
+//      decrypted snapshot, the others rejoining;
 //   5b. replace-node of a control plane that no longer answers: its etcd member is removed through
 //      another one; the repaired machine, its etcd data wiped, joins etcd again by itself;
 //   6. drift: clean, then a node changed behind the program's back is reported;
@@ -26,7 +27,7 @@ import { strict as assert } from "node:assert";
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { parse } from "yaml";
+import { parse, stringify } from "yaml";
 import { spawnRunner } from "../../automation/dayTwo/toolRunner";
 import { ExitCode } from "../../automation/errors";
 import {
@@ -524,20 +525,61 @@ describe("the engine tier: the lifecycle on five emulated Talos nodes", function
   });
 
   describe("5. etcd snapshot and restore", () => {
-    let snapshot = "";
+    let backup = "";
     let atSnapshot: { keys: number };
+    /** The age identity the backups are encrypted to (made here: the stack file gets its public key). */
+    let identity = "";
+    let stackBefore = "";
+    const backupDir = () => path.join(sandbox.dir, "bucket", "etcd", STACK);
+    const withIdentity = (argv: string[]) =>
+      sandbox.cli(argv, { ...env, ETCD_BACKUP_AGE_IDENTITY: identity });
 
-    it("streams a snapshot into a 0600 file", async () => {
-      const run = await cli(["etcd", "snapshot", STACK]);
+    before(async () => {
+      // Off-site backups to a folder standing in for the bucket, set for the day-two commands only
+      // (no `up` runs with it: the file:// stand-in has no in-cluster job to deliver).
+      const age = await import("age-encryption");
+      identity = await age.generateX25519Identity();
+      stackBefore = fs.readFileSync(stackFile, "utf8");
+      const stack = parse(stackBefore) as { config: Record<string, unknown> };
+      stack.config[`${PROJECT}:etcdBackups`] = {
+        schedule: "0 */6 * * *",
+        destination: `file://${backupDir()}`,
+        encryption: { age: await age.identityToRecipient(identity) },
+      };
+      fs.writeFileSync(stackFile, stringify(stack));
+    });
+    after(() => fs.writeFileSync(stackFile, stackBefore));
+
+    it("streams a snapshot into a 0600 file and uploads it age-encrypted to the file:// destination", async () => {
+      const run = await cli(["etcd", "snapshot", STACK, "--upload"]);
       assert.equal(run.code, ExitCode.ok, explain(run));
       const [cluster] = await emulator.clusters();
       atSnapshot = { keys: cluster.keys };
-      const file = run.stdout.split("\n")[0].trim();
+      const [file, url] = run.stdout.trim().split("\n");
       assert.ok(file.endsWith(".snapshot"), run.stdout);
       const stat = fs.statSync(file);
       assert.equal(stat.mode & 0o777, 0o600);
       assert.equal(stat.size % 512, 32, "a talosctl snapshot with its SHA-256 trailer");
-      snapshot = file;
+      assert.match(
+        url,
+        new RegExp(
+          `^file://${backupDir()}/${STACK}-\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ\\.snap\\.age$`,
+        ),
+      );
+      const stored = fs.readFileSync(url.slice("file://".length));
+      assert.ok(!stored.equals(fs.readFileSync(file)), "encrypted, not the snapshot itself");
+      const age = await import("age-encryption");
+      const decrypter = new age.Decrypter();
+      decrypter.addIdentity(identity);
+      assert.ok(Buffer.from(await decrypter.decrypt(stored)).equals(fs.readFileSync(file)));
+      backup = url;
+
+      const listed = await cli(["etcd", "backups", STACK, "--json"]);
+      assert.equal(listed.code, ExitCode.ok, explain(listed));
+      assert.deepEqual(
+        JSON.parse(listed.stdout).backups.map((b: { url: string }) => b.url),
+        [backup],
+      );
     });
 
     it("restores it after quorum is lost: every control plane back in etcd, the data as the snapshot held it", async () => {
@@ -612,12 +654,12 @@ describe("the engine tier: the lifecycle on five emulated Talos nodes", function
         );
       }
 
-      const run = await cli([
+      const run = await withIdentity([
         "etcd",
         "restore",
         STACK,
         "--from",
-        snapshot,
+        backup,
         "--yes",
         "--wait-timeout",
         "2m",
@@ -628,7 +670,8 @@ describe("the engine tier: the lifecycle on five emulated Talos nodes", function
         run.stdout,
         /Step 1 of 3: wipe the EPHEMERAL partition \(etcd data\) of cp-1 and/,
       );
-      assert.match(run.stdout, /^ {2}cp-1: talosctl bootstrap --recover-from=\S+\.snapshot$/m);
+      // Fetched from the stand-in bucket and decrypted into the local store first.
+      assert.match(run.stdout, /^ {2}cp-1: talosctl bootstrap --recover-from=\S+\.snap\.restore$/m);
       assert.match(run.stdout, /etcd restore lifecycle: done; 3 members, cluster healthy/);
 
       // etcd: bootstrapped again from the snapshot on cp-1, every control plane a voting member

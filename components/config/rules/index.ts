@@ -12,6 +12,7 @@ import {
 import { ciliumRouting } from "./cilium";
 import { plainTextCredentials, proxmoxEndpoint } from "./credentials";
 import { endpoint } from "./endpoint";
+import { etcdBackups } from "./etcdBackups";
 import { architectureExtensions, imageFactory, proxmoxImage } from "./images";
 import { unknownKeys } from "./keys";
 import { nodeLabels } from "./labels";
@@ -81,6 +82,7 @@ export const RULES: readonly Rule[] = [
   fluxSettings,
   dnsRecords,
   openbaoRotation,
+  etcdBackups,
   talosPatches,
   userDataSize,
 ];

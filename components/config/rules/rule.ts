@@ -6,6 +6,7 @@ import type {
   RawCluster,
   RawDns,
   RawFlux,
+  RawEtcdBackups,
   RawGcp,
   RawNode,
   RawOci,
@@ -45,6 +46,7 @@ export interface RuleInput {
   readonly openbao?: RawOpenbao;
   readonly dns?: RawDns;
   readonly flux?: RawFlux;
+  readonly etcdBackups?: RawEtcdBackups;
   /** Platform settings keys present in the stack file (parsed or not). */
   readonly platformsGiven: ReadonlySet<string>;
   /** Service keys present in the stack file (parsed or not): gcp, openbao, dns, flux. */

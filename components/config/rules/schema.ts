@@ -14,6 +14,7 @@ import {
 import {
   clusterSchema,
   dnsSchema,
+  etcdBackupsSchema,
   fluxSchema,
   gcpSchema,
   nodeSchema,
@@ -36,6 +37,7 @@ const SECTION_SCHEMAS = {
   openbao: openbaoSchema,
   dns: dnsSchema,
   flux: fluxSchema,
+  etcdBackups: etcdBackupsSchema,
 } as const;
 
 /** Each section's JSON schema (a node's for `nodes`), computed when a stack has an unknown key. */
