@@ -29,8 +29,17 @@ export interface CertificateSurvey {
   readonly unread: readonly UnreadCertificate[];
 }
 
+/**
+ * Talos writes its Ed25519 keys as PKCS#8 under its own PEM label, `ED25519 PRIVATE KEY` (siderolabs/
+ * crypto x509); OpenSSL reads PKCS#8 only under `PRIVATE KEY` and fails with "DECODER
+ * routines::unsupported" otherwise. The DER inside is the same.
+ */
+export function standardKeyPem(key: string): string {
+  return key.replace(/-----(BEGIN|END) ED25519 PRIVATE KEY-----/g, "-----$1 PRIVATE KEY-----");
+}
+
 /** The talosconfig's client certificate and key, decoded in memory, offered to apid. */
-function clientIdentity(talosconfig: string): ClientIdentity | undefined {
+export function clientIdentity(talosconfig: string): ClientIdentity | undefined {
   try {
     const doc = parse(talosconfig) as {
       context?: string;
@@ -40,7 +49,7 @@ function clientIdentity(talosconfig: string): ClientIdentity | undefined {
     if (!context?.crt || !context.key) return undefined;
     return {
       cert: Buffer.from(context.crt, "base64").toString("utf8"),
-      key: Buffer.from(context.key, "base64").toString("utf8"),
+      key: standardKeyPem(Buffer.from(context.key, "base64").toString("utf8")),
     };
   } catch {
     return undefined;

@@ -1,7 +1,7 @@
 // certs, health and etcd defrag against the fake cluster, with real certificates (test/fixtures/certs:
 // CAs valid ten years, client and apid certificates one year, as Talos issues them).
 import { strict as assert } from "node:assert";
-import { X509Certificate } from "node:crypto";
+import { X509Certificate, createPrivateKey, generateKeyPairSync } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { runCli } from "../../automation/cli";
@@ -11,6 +11,7 @@ import {
   kubeconfigCertificates,
   talosconfigCertificates,
 } from "../../automation/dayTwo/certificates";
+import { clientIdentity } from "../../automation/dayTwo/certs";
 import { parseMinDays } from "../../automation/dayTwo/options";
 import type { PeerCertificateReader } from "../../automation/dayTwo/peerCertificate";
 import {
@@ -140,6 +141,26 @@ describe("certificates: parsing and thresholds", () => {
 
 describe("certs <env>", () => {
   afterEach(cleanupRepos);
+
+  it("offers the talosconfig's Ed25519 key as OpenSSL reads it (Talos labels it ED25519 PRIVATE KEY)", () => {
+    const pkcs8 = generateKeyPairSync("ed25519")
+      .privateKey.export({ format: "pem", type: "pkcs8" })
+      .toString();
+    // As siderolabs/crypto writes it: PKCS#8 DER under its own label, which OpenSSL refuses.
+    const talosKey = pkcs8.replace(/PRIVATE KEY-----/g, "ED25519 PRIVATE KEY-----");
+    assert.throws(() => createPrivateKey(talosKey), /unsupported/);
+    const talosconfig = [
+      "context: c",
+      "contexts:",
+      "  c:",
+      `    crt: ${b64("talos-client")}`,
+      `    key: ${Buffer.from(talosKey).toString("base64")}`,
+    ].join("\n");
+    const identity = clientIdentity(talosconfig);
+    assert.ok(identity);
+    assert.equal(createPrivateKey(identity.key).asymmetricKeyType, "ed25519");
+    assert.equal(identity.cert, pem("talos-client"));
+  });
 
   it("lists every certificate with its days left, each node's through a handshake to :50000", async () => {
     const f = certFixture(200);
