@@ -10,6 +10,7 @@ import {
   type UnreadCertificate,
   expiringCertificates,
   formatCertificates,
+  isExpiring,
   kubeconfigCertificates,
   reportCertificate,
   talosconfigCertificates,
@@ -105,7 +106,7 @@ export function renewalHint(env: string, expiring: readonly CertificateReport[])
   }
   if (kinds.has("node API (apid)")) {
     hints.push(
-      "a node's API certificate: Talos renews it itself; a reboot of the node issues a new one",
+      "a node's API certificate: Talos reissues it every 12 hours; one that was not is a node whose machined is stuck: reboot it",
     );
   }
   return hints;
@@ -129,7 +130,7 @@ export function certificatesJson(survey: CertificateSurvey, minDays: number) {
       subject: c.subject,
       notAfter: c.notAfter.toISOString(),
       daysLeft: c.daysLeft,
-      expiring: c.daysLeft < minDays,
+      expiring: isExpiring(c, minDays),
     })),
     unread: survey.unread,
   };

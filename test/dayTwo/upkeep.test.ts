@@ -8,7 +8,9 @@ import { runCli } from "../../automation/cli";
 import {
   daysLeft,
   expiringCertificates,
+  formatCertificates,
   kubeconfigCertificates,
+  reportCertificate,
   talosconfigCertificates,
 } from "../../automation/dayTwo/certificates";
 import { clientIdentity } from "../../automation/dayTwo/certs";
@@ -136,6 +138,26 @@ describe("certificates: parsing and thresholds", () => {
     assert.equal(parseMinDays("45"), 45);
     assert.throws(() => parseMinDays("30d"), /--min-days: must be a whole number of days/);
     assert.throws(() => parseMinDays("-1"), /--min-days/);
+  });
+
+  it("a node API certificate (24 h, reissued every 12 by Talos) is expiring only once its renewal is overdue", () => {
+    const apid = new X509Certificate(pem("apid"));
+    const at = (hoursLeft: number) =>
+      reportCertificate(
+        "cp-1 API (apid)",
+        "node API (apid)",
+        apid,
+        notAfter("apid") - hoursLeft * 3_600_000,
+      );
+    assert.deepEqual(expiringCertificates([at(20), at(12), at(6)], 30), []);
+    assert.deepEqual(
+      expiringCertificates([at(5), at(-1)], 30).map((c) => c.hoursLeft),
+      [5, -1],
+    );
+    const table = formatCertificates([at(20), at(3), at(-2)], [], 30);
+    assert.match(table, /cp-1 API \(apid\).* 0 +ok/);
+    assert.match(table, /renewal overdue \(3h left\)/);
+    assert.match(table, /expired/);
   });
 });
 
