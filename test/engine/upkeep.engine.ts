@@ -12,7 +12,7 @@
 //      one member at a time, the leader last (the emulator's record of the order), each file shrunk
 //      to the part in use.
 import { strict as assert } from "node:assert";
-import { X509Certificate } from "node:crypto";
+import { X509Certificate, createPrivateKey } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as tls from "node:tls";
@@ -92,6 +92,14 @@ function apidCertificate(address: string, identity: { cert: string; key: string 
 }
 
 const pem = (base64: string) => Buffer.from(base64, "base64").toString("utf8");
+
+/** Talos' `ED25519 PRIVATE KEY` PEM (PKCS#8 inside) as a key OpenSSL loads. */
+function talosKey(base64: string): string {
+  const der = Buffer.from(pem(base64).replace(/-----[^-]+-----|\s/g, ""), "base64");
+  return createPrivateKey({ key: der, format: "der", type: "pkcs8" })
+    .export({ format: "pem", type: "pkcs8" })
+    .toString();
+}
 
 /** An SI size as talosctl prints it (humanize.Bytes: 2-3 significant digits) is within 5%. */
 function near(actual: number, expected: number, what: string): void {
@@ -237,7 +245,7 @@ describe("the engine tier: certs, health and etcd defrag on three emulated contr
       for (const node of NODES) {
         const presented = await apidCertificate(node.address, {
           cert: pem(context.crt),
-          key: pem(context.key),
+          key: talosKey(context.key),
         });
         assert.ok(
           presented.verify(ca.publicKey),
