@@ -1,5 +1,6 @@
 // certs, health and etcd defrag against the fake cluster, with real certificates (test/fixtures/certs:
-// CAs valid ten years, client and apid certificates one year, as Talos issues them).
+// CAs valid ten years and client certificates one year, as Talos issues them; the apid fixture is a
+// year too, where Talos issues 24-hour ones: their threshold has its own case).
 import { strict as assert } from "node:assert";
 import { X509Certificate, createPrivateKey, generateKeyPairSync } from "node:crypto";
 import * as fs from "node:fs";
