@@ -25,6 +25,23 @@ export interface CertificateReport {
   readonly notAfter: Date;
   /** Whole days until NotAfter (negative once expired). */
   readonly daysLeft: number;
+  /** Hours until NotAfter (negative once expired), for the short-lived node API certificates. */
+  readonly hoursLeft: number;
+}
+
+/**
+ * Talos issues a node's API (apid) certificate for 24 hours and reissues it every 12 (siderolabs/
+ * crypto x509.DefaultCertificateValidityDuration; machined's secrets.APIController refreshes it at
+ * half that), so it always has less than a day left: `--min-days` cannot apply to it. It counts as
+ * expiring only when its renewal is overdue, with fewer than this many hours left.
+ */
+export const NODE_API_OVERDUE_HOURS = 6;
+
+/** Whether a certificate is under the threshold (a node API certificate: its renewal overdue). */
+export function isExpiring(report: CertificateReport, minDays: number): boolean {
+  return report.kind === "node API (apid)"
+    ? report.hoursLeft < NODE_API_OVERDUE_HOURS
+    : report.daysLeft < minDays;
 }
 
 /** A certificate that could not be read (a node that does not answer), with why. */
@@ -53,6 +70,7 @@ export function reportCertificate(
     subject: certificate.subject.replace(/\n/g, ", "),
     notAfter,
     daysLeft: daysLeft(notAfter, now),
+    hoursLeft: Math.floor((notAfter.getTime() - now) / 3_600_000),
   };
 }
 
@@ -165,12 +183,15 @@ export function kubeconfigCertificates(kubeconfig: string, now: number): Certifi
   ];
 }
 
-/** The certificates under the threshold: expired or with fewer than `minDays` whole days left. */
+/**
+ * The certificates under the threshold: expired or with fewer than `minDays` whole days left (a node
+ * API certificate: fewer than {@link NODE_API_OVERDUE_HOURS} hours).
+ */
 export function expiringCertificates(
   reports: readonly CertificateReport[],
   minDays: number,
 ): CertificateReport[] {
-  return reports.filter((r) => r.daysLeft < minDays);
+  return reports.filter((r) => isExpiring(r, minDays));
 }
 
 /** The report as a table (NAME, SUBJECT, NOT AFTER, DAYS LEFT, STATUS), unread ones at the end. */
@@ -181,7 +202,13 @@ export function formatCertificates(
 ): string {
   const header = ["CERTIFICATE", "SUBJECT", "NOT AFTER", "DAYS LEFT", "STATUS"];
   const status = (r: CertificateReport) =>
-    r.daysLeft < 0 ? "expired" : r.daysLeft < minDays ? `under ${minDays} days` : "ok";
+    r.hoursLeft < 0
+      ? "expired"
+      : !isExpiring(r, minDays)
+        ? "ok"
+        : r.kind === "node API (apid)"
+          ? `renewal overdue (${r.hoursLeft}h left)`
+          : `under ${minDays} days`;
   const cells = [
     ...reports.map((r) => [
       r.name,

@@ -10,6 +10,7 @@ import {
   type UnreadCertificate,
   expiringCertificates,
   formatCertificates,
+  isExpiring,
   kubeconfigCertificates,
   reportCertificate,
   talosconfigCertificates,
@@ -29,8 +30,17 @@ export interface CertificateSurvey {
   readonly unread: readonly UnreadCertificate[];
 }
 
+/**
+ * Talos writes its Ed25519 keys as PKCS#8 under its own PEM label, `ED25519 PRIVATE KEY` (siderolabs/
+ * crypto x509); OpenSSL reads PKCS#8 only under `PRIVATE KEY` and fails with "DECODER
+ * routines::unsupported" otherwise. The DER inside is the same.
+ */
+export function standardKeyPem(key: string): string {
+  return key.replace(/-----(BEGIN|END) ED25519 PRIVATE KEY-----/g, "-----$1 PRIVATE KEY-----");
+}
+
 /** The talosconfig's client certificate and key, decoded in memory, offered to apid. */
-function clientIdentity(talosconfig: string): ClientIdentity | undefined {
+export function clientIdentity(talosconfig: string): ClientIdentity | undefined {
   try {
     const doc = parse(talosconfig) as {
       context?: string;
@@ -40,7 +50,7 @@ function clientIdentity(talosconfig: string): ClientIdentity | undefined {
     if (!context?.crt || !context.key) return undefined;
     return {
       cert: Buffer.from(context.crt, "base64").toString("utf8"),
-      key: Buffer.from(context.key, "base64").toString("utf8"),
+      key: standardKeyPem(Buffer.from(context.key, "base64").toString("utf8")),
     };
   } catch {
     return undefined;
@@ -96,7 +106,7 @@ export function renewalHint(env: string, expiring: readonly CertificateReport[])
   }
   if (kinds.has("node API (apid)")) {
     hints.push(
-      "a node's API certificate: Talos renews it itself; a reboot of the node issues a new one",
+      "a node's API certificate: Talos reissues it every 12 hours; one that was not is a node whose machined is stuck: reboot it",
     );
   }
   return hints;
@@ -120,7 +130,7 @@ export function certificatesJson(survey: CertificateSurvey, minDays: number) {
       subject: c.subject,
       notAfter: c.notAfter.toISOString(),
       daysLeft: c.daysLeft,
-      expiring: c.daysLeft < minDays,
+      expiring: isExpiring(c, minDays),
     })),
     unread: survey.unread,
   };

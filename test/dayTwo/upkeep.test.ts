@@ -1,16 +1,20 @@
 // certs, health and etcd defrag against the fake cluster, with real certificates (test/fixtures/certs:
-// CAs valid ten years, client and apid certificates one year, as Talos issues them).
+// CAs valid ten years and client certificates one year, as Talos issues them; the apid fixture is a
+// year too, where Talos issues 24-hour ones: their threshold has its own case).
 import { strict as assert } from "node:assert";
-import { X509Certificate } from "node:crypto";
+import { X509Certificate, createPrivateKey, generateKeyPairSync } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { runCli } from "../../automation/cli";
 import {
   daysLeft,
   expiringCertificates,
+  formatCertificates,
   kubeconfigCertificates,
+  reportCertificate,
   talosconfigCertificates,
 } from "../../automation/dayTwo/certificates";
+import { clientIdentity } from "../../automation/dayTwo/certs";
 import { parseMinDays } from "../../automation/dayTwo/options";
 import type { PeerCertificateReader } from "../../automation/dayTwo/peerCertificate";
 import {
@@ -138,10 +142,50 @@ describe("certificates: parsing and thresholds", () => {
     assert.throws(() => parseMinDays("30d"), /--min-days: must be a whole number of days/);
     assert.throws(() => parseMinDays("-1"), /--min-days/);
   });
+
+  it("a node API certificate (24 h, reissued every 12 by Talos) is expiring only once its renewal is overdue", () => {
+    const apid = new X509Certificate(pem("apid"));
+    const at = (hoursLeft: number) =>
+      reportCertificate(
+        "cp-1 API (apid)",
+        "node API (apid)",
+        apid,
+        notAfter("apid") - hoursLeft * 3_600_000,
+      );
+    assert.deepEqual(expiringCertificates([at(20), at(12), at(6)], 30), []);
+    assert.deepEqual(
+      expiringCertificates([at(5), at(-1)], 30).map((c) => c.hoursLeft),
+      [5, -1],
+    );
+    const table = formatCertificates([at(20), at(3), at(-2)], [], 30);
+    assert.match(table, /cp-1 API \(apid\).* 0 +ok/);
+    assert.match(table, /renewal overdue \(3h left\)/);
+    assert.match(table, /expired/);
+  });
 });
 
 describe("certs <env>", () => {
   afterEach(cleanupRepos);
+
+  it("offers the talosconfig's Ed25519 key as OpenSSL reads it (Talos labels it ED25519 PRIVATE KEY)", () => {
+    const pkcs8 = generateKeyPairSync("ed25519")
+      .privateKey.export({ format: "pem", type: "pkcs8" })
+      .toString();
+    // As siderolabs/crypto writes it: PKCS#8 DER under its own label, which OpenSSL refuses.
+    const talosKey = pkcs8.replace(/PRIVATE KEY-----/g, "ED25519 PRIVATE KEY-----");
+    assert.throws(() => createPrivateKey(talosKey), /unsupported/);
+    const talosconfig = [
+      "context: c",
+      "contexts:",
+      "  c:",
+      `    crt: ${b64("talos-client")}`,
+      `    key: ${Buffer.from(talosKey).toString("base64")}`,
+    ].join("\n");
+    const identity = clientIdentity(talosconfig);
+    assert.ok(identity);
+    assert.equal(createPrivateKey(identity.key).asymmetricKeyType, "ed25519");
+    assert.equal(identity.cert, pem("talos-client"));
+  });
 
   it("lists every certificate with its days left, each node's through a handshake to :50000", async () => {
     const f = certFixture(200);

@@ -61,6 +61,8 @@ export interface Faults {
   readonly unhealthy?: boolean;
   readonly down?: boolean;
   readonly snapshotFails?: boolean;
+  /** etcd's NOSPACE alarm raised for the node's member. */
+  readonly etcdNoSpace?: boolean;
 }
 
 /** A node as the control API reports it. */
@@ -95,8 +97,21 @@ export interface ClusterStatus {
     /** What its etcd advertises (https://host:2380). */
     peerURL: string;
     learner: boolean;
+    /** The member the voters follow. */
+    leader: boolean;
+    /** Its database file and the part in use, in bytes (talosctl etcd status). */
+    dbSize: number;
+    dbSizeInUse: number;
   }[];
   readonly kubernetes?: string;
+  /** Every member's `etcd defrag`, in the order they ran. */
+  readonly defragmentations: {
+    hostname: string;
+    memberID: string;
+    at: string;
+    dbSizeBefore: number;
+    dbSizeAfter: number;
+  }[];
 }
 
 /** Options of {@link startTalosEmulator}. */

@@ -35,6 +35,7 @@ var rules = map[string]role.Set{
 	"/machine.MachineService/EtcdSnapshot":          role.MakeSet(role.Admin, role.Operator, role.EtcdBackup),
 	"/machine.MachineService/EtcdStatus":            role.MakeSet(role.Admin, role.Operator, role.Reader, role.EtcdBackup),
 	"/machine.MachineService/EtcdAlarmList":         role.MakeSet(role.Admin, role.Operator, role.Reader, role.EtcdBackup),
+	"/machine.MachineService/EtcdDefragment":        role.MakeSet(role.Admin, role.Operator),
 	"/machine.MachineService/EtcdForfeitLeadership": role.MakeSet(role.Admin),
 	"/machine.MachineService/Events":                role.MakeSet(role.Admin, role.Operator, role.Reader),
 	"/machine.MachineService/Hostname":              role.MakeSet(role.Admin, role.Operator, role.Reader),

@@ -192,6 +192,8 @@ type ClusterStatus struct {
 	Keys         int            `json:"keys"`
 	Members      []MemberStatus `json:"members"`
 	Kubernetes   string         `json:"kubernetes,omitempty"`
+	// Defragmentations are the members' `etcd defrag`s, in the order they ran.
+	Defragmentations []Defragmentation `json:"defragmentations"`
 }
 
 // MemberStatus is one etcd member.
@@ -202,6 +204,11 @@ type MemberStatus struct {
 	// PeerURL is what the member's etcd advertises (Talos' rules: cluster.etcd.advertisedSubnets).
 	PeerURL string `json:"peerURL"`
 	Learner bool   `json:"learner"`
+	// Leader: the member the voters follow; DBSize and DBSizeInUse: its database file and the part in
+	// use, in bytes (what `talosctl etcd status` shows).
+	Leader      bool  `json:"leader"`
+	DBSize      int64 `json:"dbSize"`
+	DBSizeInUse int64 `json:"dbSizeInUse"`
 }
 
 func (e *Emulator) clusterStatuses() []ClusterStatus {
@@ -216,12 +223,17 @@ func (e *Emulator) clusterStatuses() []ClusterStatus {
 	statuses := make([]ClusterStatus, 0, len(clusters))
 
 	for _, c := range clusters {
+		views := c.views()
+
 		c.mu.Lock()
+		leader := c.etcd.currentLeader(etcdUp(views))
 		st := ClusterStatus{Name: c.name, Bootstrapped: c.etcd.bootstrapped, Revision: c.etcd.store.revision, Keys: len(c.etcd.store.keys), Members: []MemberStatus{}}
 
 		for _, m := range c.etcd.sortedMembers() {
-			st.Members = append(st.Members, MemberStatus{ID: fmt.Sprintf("%016x", m.id), Hostname: m.hostname, Address: m.addr.String(), PeerURL: m.peerURL(), Learner: m.learner})
+			st.Members = append(st.Members, MemberStatus{ID: fmt.Sprintf("%016x", m.id), Hostname: m.hostname, Address: m.addr.String(), PeerURL: m.peerURL(), Learner: m.learner, Leader: m.id == leader, DBSize: c.etcd.dbSize(m.id), DBSizeInUse: c.etcd.inUse()})
 		}
+
+		st.Defragmentations = append([]Defragmentation{}, c.etcd.upkeep.defrags...)
 
 		if c.kube != nil {
 			st.Kubernetes = "https://" + c.kube.listener.Addr().String()

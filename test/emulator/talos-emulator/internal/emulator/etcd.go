@@ -77,6 +77,10 @@ type etcdCluster struct {
 	bootstrapped bool
 	members      []etcdMember
 	store        etcdStore
+	// upkeep and sizes: the leader, raft figures, defragmentations and database files
+	// (etcd_status.go).
+	upkeep etcdUpkeep
+	sizes  map[uint64]memberSize
 }
 
 func randomMemberID() uint64 {
@@ -183,4 +187,7 @@ func (e *etcdCluster) reset() {
 	e.bootstrapped = false
 	e.members = nil
 	e.store = newEtcdStore()
+	// A new etcd elects its own leader and writes new files; the defragmentations stay on record.
+	e.upkeep = etcdUpkeep{defrags: e.upkeep.defrags}
+	e.sizes = nil
 }

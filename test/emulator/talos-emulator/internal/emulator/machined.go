@@ -454,15 +454,20 @@ func (s *machineService) EtcdLeaveCluster(_ context.Context, _ *machine.EtcdLeav
 	return &machine.EtcdLeaveClusterResponse{Messages: []*machine.EtcdLeaveCluster{{}}}, nil
 }
 
-// EtcdForfeitLeadership hands etcd's leadership over before the member leaves. The emulated etcd
-// elects no leader, so no member holds it: the answer is Talos' for a member that is not the leader,
-// no member named.
+// EtcdForfeitLeadership hands etcd's leadership over (before the member leaves): to the first other
+// voting member that is up, naming it; nothing when this member does not lead (etcd_status.go).
 func (s *machineService) EtcdForfeitLeadership(_ context.Context, _ *machine.EtcdForfeitLeadershipRequest) (*machine.EtcdForfeitLeadershipResponse, error) {
-	if _, err := s.node.etcdMember("etcd forfeit leadership"); err != nil {
+	cl, err := s.node.etcdMember("etcd forfeit leadership")
+	if err != nil {
 		return nil, err
 	}
 
-	return &machine.EtcdForfeitLeadershipResponse{Messages: []*machine.EtcdForfeitLeadership{{}}}, nil
+	leader, err := cl.forfeitLeadership(s.node)
+	if err != nil {
+		return nil, fmt.Errorf("failed to forfeit leadership: %w", err)
+	}
+
+	return &machine.EtcdForfeitLeadershipResponse{Messages: []*machine.EtcdForfeitLeadership{{Member: leader}}}, nil
 }
 
 // EtcdSnapshot streams a consistent snapshot of etcd (a bbolt database with its SHA-256 appended).

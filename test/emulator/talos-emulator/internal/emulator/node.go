@@ -43,6 +43,8 @@ type Faults struct {
 	Down bool `json:"down"`
 	// SnapshotFails: etcd snapshots taken on this node fail.
 	SnapshotFails bool `json:"snapshotFails"`
+	// EtcdNoSpace: etcd raised its NOSPACE alarm for this node's member (the database hit its quota).
+	EtcdNoSpace bool `json:"etcdNoSpace"`
 }
 
 // Node is one emulated Talos machine.
