@@ -45,7 +45,7 @@ const mac = z.string().refine(isMac, { error: "expected a MAC address such as bc
 const positiveInt = z.int().positive();
 
 /** One CA's rotation record (components/talos/caRotation.ts). */
-const caRotationRecord = z.strictObject({
+export const caRotationRecordSchema = z.strictObject({
   /** The CA generation being rotated to: 1 for the first rotation (0 is the machine secrets' own). */
   generation: positiveInt,
   phase: z.enum(CA_PHASES, { error: `expected one of ${CA_PHASES.join(", ")}` }),
@@ -371,8 +371,8 @@ export const clusterSchema = z.strictObject({
    */
   caRotation: z
     .strictObject({
-      talos: caRotationRecord.optional(),
-      kubernetes: caRotationRecord.optional(),
+      talos: caRotationRecordSchema.optional(),
+      kubernetes: caRotationRecordSchema.optional(),
     })
     .optional(),
   health: z
