@@ -598,6 +598,19 @@ export function registerDayTwoCommands(
             ca: options.talos === true ? "talos" : "kubernetes",
             installCli: options.installCli === true,
             healthTimeoutMs: options.healthTimeout,
+            up: async (commandLine) => {
+              const { runOperation } = await import("./operation");
+              return runOperation(ctx, {
+                operation: "up",
+                layer: "foundation",
+                env,
+                installCli: options.installCli === true,
+                yesDestroyProd: false,
+                diff: false,
+                skipMissingLayer: false,
+                commandLine,
+              });
+            },
           }),
         );
       },

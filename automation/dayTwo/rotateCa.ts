@@ -11,7 +11,6 @@ import { parseDocument } from "yaml";
 import { caRotationRecordSchema } from "../../components/config/schema";
 import { rotationSteps } from "../../components/talos/caRotation";
 import type { CaRotationRecord } from "../../components/spec/types";
-import { runOperation } from "../commands/operation";
 import type { CliContext } from "../context";
 import { ExitCode, type ExitCodeValue, UserError, errorReason } from "../errors";
 import { writeFileAtomically } from "../files";
@@ -30,6 +29,11 @@ export interface RotateCaRequest {
   readonly ca: RotatedCa;
   readonly installCli: boolean;
   readonly healthTimeoutMs: number;
+  /**
+   * One ordinary `up` of the foundation (the CLI's own, with its preflight, gates and rollout),
+   * handed in by the command line: the commands sit above the day-two steps.
+   */
+  readonly up: (commandLine: string) => Promise<ExitCodeValue>;
 }
 
 const CLUSTER_KEY = "talos-platform:cluster";
@@ -119,16 +123,7 @@ export async function rotateCa(ctx: CliContext, request: RotateCaRequest): Promi
     writeRotationRecord(file, ca, step);
     const resume = `Fix the cause, then run \`npm run platform -- rotate-ca ${env} ${flag}\` again: it goes on from ${path.basename(file)}'s caRotation.${ca} (commit that file meanwhile)`;
     try {
-      const code = await runOperation(ctx, {
-        operation: "up",
-        layer: "foundation",
-        env,
-        installCli: request.installCli,
-        yesDestroyProd: false,
-        diff: false,
-        skipMissingLayer: false,
-        commandLine: `rotate-ca ${env} ${flag}`,
-      });
+      const code = await request.up(`rotate-ca ${env} ${flag}`);
       if (code !== ExitCode.ok) {
         ctx.stderr.write(`rotate-ca ${env} ${flag}: the up of step ${i + 1} failed. ${resume}\n`);
         return code;
