@@ -77,7 +77,8 @@ export type DayTwoCommandName =
   | "health"
   | "replace-node"
   | "drift"
-  | "rollout";
+  | "rollout"
+  | "rotate-ca";
 
 /** Day-two commands that change a running cluster, and what they do to it. */
 export const CLUSTER_CHANGING_COMMANDS: Readonly<Partial<Record<DayTwoCommandName, string>>> = {
@@ -87,6 +88,7 @@ export const CLUSTER_CHANGING_COMMANDS: Readonly<Partial<Record<DayTwoCommandNam
   "etcd defrag": "it defragments each etcd member's database, which blocks that member meanwhile",
   "replace-node": "it removes a member from etcd",
   rollout: "it reboots nodes into their staged machine configs",
+  "rotate-ca": "it replaces a CA of the running cluster on every node",
 };
 
 /**

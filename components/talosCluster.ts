@@ -9,7 +9,8 @@ import { BootstrapGuard } from "./talos/bootstrapGuard";
 import type { Convergence } from "./talos/convergence";
 import type { LastOutputs } from "./talos/lastOutputs";
 import type { EtcdBootstrapRecord } from "./talos/bootstrapRecord";
-import { clientCredentials, ClientCredentials, machineSecretsInput } from "./talos/credentials";
+import { CaAuthorities } from "./talos/caAuthorities";
+import { clientCredentials, ClientCredentials } from "./talos/credentials";
 import { ImageCatalog } from "./talos/imageFactory";
 import { ConfigDocument, MachineFacts, machinePatches } from "./talos/patches";
 import { checkUserDataSizes } from "./talos/userDataGate";
@@ -115,11 +116,20 @@ export class TalosCluster extends pulumi.ComponentResource {
         additionalSecretOutputs: ["machineSecrets", "clientConfiguration"],
       },
     );
-    const machineSecrets = machineSecretsInput(this.secrets.machineSecrets);
+    // The CAs each node issues from and accepts, and the client credentials, under the stack's
+    // rotation records (docs/day-two.md#ca-rotation); outside a rotation the machine secrets' own.
+    const authorities = new CaAuthorities(name, {
+      secrets: this.secrets,
+      configContract: running.configContract,
+      rotation: cluster.caRotation,
+      parent: this,
+    });
     this.serviceAccountSigningKey = pulumi.secret(
       this.secrets.machineSecrets.certs.k8sServiceaccount.key,
     );
-    const client = clientCredentials(this.secrets.clientConfiguration);
+    const client = authorities.client;
+    // The cluster's identity for the bootstrap guard: the machine secrets' own CA, whatever issues now.
+    const ownClient = clientCredentials(this.secrets.clientConfiguration);
 
     const images = new ImageCatalog(name, cluster.talosVersion, cluster.imageFactory, this);
     const machines = new MachineFactory(cluster, nodes, args.platforms, images, this);
@@ -164,19 +174,25 @@ export class TalosCluster extends pulumi.ComponentResource {
           {
             clusterName: cluster.name,
             clusterEndpoint: cluster.endpointUrl,
-            machineSecrets,
+            machineSecrets: authorities.machineSecretsFor(node.name),
             machineType: node.role,
             configPatches: pulumi
-              .all([installer, args.controlPlaneDocuments ?? [], facts[i].values])
-              .apply(([image, services, known]) =>
-                machinePatches(
+              .all([
+                installer,
+                args.controlPlaneDocuments ?? [],
+                facts[i].values,
+                authorities.acceptedCasPatch(node.name),
+              ])
+              .apply(([image, services, known, acceptedCas]) => [
+                ...machinePatches(
                   cluster,
                   node,
                   image,
                   node.role === "controlplane" ? services : [],
                   known,
                 ),
-              ),
+                ...acceptedCas,
+              ]),
             kubernetesVersion: running.kubernetesVersion,
             talosVersion: running.configContract,
             docs: false,
@@ -226,7 +242,7 @@ export class TalosCluster extends pulumi.ComponentResource {
     const guard = new BootstrapGuard(name, {
       resource: bootstrapName,
       node: first.node.name,
-      caCertificate: client.caCertificate,
+      caCertificate: ownClient.caCertificate,
       lastOutputs: args.lastOutputs,
     });
     const bootstrap = new talos.machine.Bootstrap(
@@ -269,8 +285,14 @@ export class TalosCluster extends pulumi.ComponentResource {
       );
     }
 
+    // A rotated Kubernetes CA needs a kubeconfig from it: fetched again (a new resource) once the new
+    // CA issues; the one of the old CA leaves the state (deleting it touches no node).
+    const kubeconfigName =
+      authorities.kubeconfigGeneration === 0
+        ? `${name}-kubeconfig`
+        : `${name}-kubeconfig-${authorities.kubeconfigGeneration}`;
     const kubeconfig = new talos.cluster.Kubeconfig(
-      `${name}-kubeconfig`,
+      kubeconfigName,
       {
         clientConfiguration: client,
         // The provider regenerates the admin client certificate (valid 365 days) on any run whose

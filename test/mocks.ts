@@ -374,9 +374,11 @@ function fakeResource(
 ): { id: string; state: Record<string, any> } {
   switch (type) {
     case "talos:machine/secrets:Secrets": {
+      // A rotated-to generation (`<cluster>-talos-ca-1`) has CAs of its own, told apart by name.
+      const own = /-ca-\d+$/.test(name) ? ` ${name}` : "";
       const cert = (what: string) => ({
-        cert: pem(`${what} CERTIFICATE`),
-        key: fakeKey(`${what}-key`),
+        cert: pem(`${what}${own} CERTIFICATE`),
+        key: fakeKey(`${what}${own.replace(" ", "-")}-key`),
       });
       return {
         id: `${name}-id`,
@@ -398,9 +400,9 @@ function fakeResource(
             trustdinfo: { token: fakeKey("trustd-token") },
           },
           clientConfiguration: {
-            caCertificate: pem("TALOS CA"),
-            clientCertificate: pem("TALOS CLIENT"),
-            clientKey: fakeKey("talos-client-key"),
+            caCertificate: own ? pem(`os${own} CERTIFICATE`) : pem("TALOS CA"),
+            clientCertificate: pem(`TALOS CLIENT${own}`),
+            clientKey: fakeKey(`talos-client-key${own.replace(" ", "-")}`),
           },
         },
       };

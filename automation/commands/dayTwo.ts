@@ -35,6 +35,7 @@ export const DAY_TWO_EXAMPLES = [
   "etcd defrag staging",
   "rollout staging --dry-run",
   "rollout prod",
+  "rotate-ca staging --talos",
 ];
 
 interface Common {
@@ -591,6 +592,64 @@ export function registerDayTwoCommands(
             ...(options.maxUnavailable !== undefined
               ? { maxUnavailable: options.maxUnavailable }
               : {}),
+          }),
+        );
+      },
+    );
+
+  program
+    .command("rotate-ca")
+    .description(
+      "rotate the Talos API CA (--talos) or the Kubernetes CA (--kubernetes): the new CA accepted, then issuing, then the old one removed, node by node, each step an up gated on health; resumable",
+    )
+    .argument("<env>", envArgument)
+    .option("--talos", "rotate the Talos API CA (a leaked talosconfig stops working)")
+    .option("--kubernetes", "rotate the Kubernetes CA (a leaked kubeconfig stops working)")
+    .addOption(
+      waitOption(
+        "--health-timeout",
+        "how long talosctl health may wait for the cluster after each step",
+        PREFLIGHT_HEALTH_TIMEOUT_MS,
+      ),
+    )
+    .addOption(installCli())
+    .action(
+      async (
+        env: string,
+        options: Common & { talos?: boolean; kubernetes?: boolean; healthTimeout: number },
+      ) => {
+        if ((options.talos === true) === (options.kubernetes === true)) {
+          throw new UserError({
+            what: "rotate-ca",
+            problem: "needs exactly one of --talos and --kubernetes",
+            got: JSON.stringify(
+              [options.talos && "--talos", options.kubernetes && "--kubernetes"]
+                .filter(Boolean)
+                .join(" "),
+            ),
+            fix: "Rotate one CA at a time: rotate-ca <env> --talos, then (if needed) rotate-ca <env> --kubernetes",
+          });
+        }
+        const { rotateCa } = await import("../dayTwo/rotateCa");
+        done(
+          await rotateCa(ctx, {
+            env,
+            ca: options.talos === true ? "talos" : "kubernetes",
+            installCli: options.installCli === true,
+            healthTimeoutMs: options.healthTimeout,
+            up: async (commandLine) => {
+              const { runOperation } = await import("./operation");
+              return runOperation(ctx, {
+                operation: "up",
+                layer: "foundation",
+                env,
+                installCli: options.installCli === true,
+                yesDestroyProd: false,
+                diff: false,
+                skipMissingLayer: false,
+                commandLine,
+              });
+            },
           }),
         );
       },

@@ -281,6 +281,10 @@ export function normalizeCluster(
     applyMode: cluster.applyMode ?? "staged_if_needing_reboot",
     protectControlPlanes: cluster.protectControlPlanes ?? true,
     health: { enabled: cluster.health?.enabled ?? true, timeout: cluster.health?.timeout ?? "10m" },
+    caRotation: {
+      ...(cluster.caRotation?.talos ? { talos: cluster.caRotation.talos } : {}),
+      ...(cluster.caRotation?.kubernetes ? { kubernetes: cluster.caRotation.kubernetes } : {}),
+    },
   };
 }
 

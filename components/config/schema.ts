@@ -2,7 +2,7 @@
 // in rules/.
 import { z } from "zod";
 import { ipFamily, isDnsName, isMac, parseCidr } from "../net";
-import { PLATFORMS, ROLES } from "../spec/types";
+import { CA_PHASES, PLATFORMS, ROLES } from "../spec/types";
 import { parseVersion } from "../talos/versions";
 import { parseDestination, scheduleProblem } from "./etcdBackups";
 
@@ -44,6 +44,15 @@ const hostName = z.string().refine((v) => ipFamily(v) !== undefined || isDnsName
 });
 const mac = z.string().refine(isMac, { error: "expected a MAC address such as bc:24:11:00:00:11" });
 const positiveInt = z.int().positive();
+
+/** One CA's rotation record (components/talos/caRotation.ts). */
+export const caRotationRecordSchema = z.strictObject({
+  /** The CA generation being rotated to: 1 for the first rotation (0 is the machine secrets' own). */
+  generation: positiveInt,
+  phase: z.enum(CA_PHASES, { error: `expected one of ${CA_PHASES.join(", ")}` }),
+  /** The nodes the phase reached while it rolls; absent: every node. */
+  nodes: z.array(z.string().min(1)).optional(),
+});
 const duration = z
   .string()
   .regex(/^(\d+(\.\d+)?(h|m|s|ms))+$/, { error: "expected a Go duration such as 10m or 1h30m" });
@@ -357,6 +366,16 @@ export const clusterSchema = z.strictObject({
   applyMode: z.enum(APPLY_MODES, { error: `expected one of ${APPLY_MODES.join(", ")}` }).optional(),
   /** Protect control-plane machines from deletion. @default true */
   protectControlPlanes: z.boolean().optional(),
+  /**
+   * Where a CA rotation stands (written by `rotate-ca`, docs/day-two.md#ca-rotation): per CA, the
+   * generation being rotated to and its phase, and while a phase is rolling, the nodes it reached.
+   */
+  caRotation: z
+    .strictObject({
+      talos: caRotationRecordSchema.optional(),
+      kubernetes: caRotationRecordSchema.optional(),
+    })
+    .optional(),
   health: z
     .strictObject({
       /** Run the health check on `up` (never on preview). @default true */

@@ -243,6 +243,28 @@ export interface ClusterSpec {
   readonly applyMode: ApplyMode;
   readonly protectControlPlanes: boolean;
   readonly health: { readonly enabled: boolean; readonly timeout: string };
+  /** Where each CA's rotation stands (`rotate-ca`); a CA never rotated has none. */
+  readonly caRotation: {
+    readonly talos?: CaRotationRecord;
+    readonly kubernetes?: CaRotationRecord;
+  };
+}
+
+/**
+ * A CA rotation's phases, in order (Talos' `rotate-ca`): the new CA generated (nothing on the nodes
+ * yet), accepted beside the old one, issuing (the old one only accepted), the old one removed.
+ */
+export const CA_PHASES = ["generated", "accepted", "issuing", "removed"] as const;
+/** One of {@link CA_PHASES}. */
+export type CaPhase = (typeof CA_PHASES)[number];
+
+/** Where one CA's rotation stands, as the stack file records it. */
+export interface CaRotationRecord {
+  /** The generation rotated to: 1 for the first rotation; 0 is the machine secrets' own CA. */
+  readonly generation: number;
+  readonly phase: CaPhase;
+  /** The nodes the phase reached while it rolls (the others are one phase behind); absent: all. */
+  readonly nodes?: readonly string[];
 }
 
 /** Proxmox connection and defaults. */

@@ -9,6 +9,7 @@ import {
   publicMaintenance,
   unicastMacs,
 } from "./addresses";
+import { caRotationNodes } from "./caRotation";
 import { ciliumRouting } from "./cilium";
 import { plainTextCredentials, proxmoxEndpoint } from "./credentials";
 import { endpoint } from "./endpoint";
@@ -78,6 +79,7 @@ export const RULES: readonly Rule[] = [
   clusterRanges,
   unicastMacs,
   nodeLabels,
+  caRotationNodes,
   proxmoxEndpoint,
   fluxSettings,
   dnsRecords,

@@ -76,6 +76,12 @@ type nodeServer struct {
 	machinedConn *grpc.ClientConn
 
 	stopOnce sync.Once
+
+	// What a configured node's apid presents and trusts, rebuilt when a live apply changes the
+	// config's CAs (a CA rotation: machine.ca, machine.acceptedCAs), as Talos' apid does.
+	tlsMu    sync.Mutex
+	tlsTrust string
+	tls      *tls.Config
 }
 
 // startNodeServer starts the API of a node for its current boot; called with n.mu held, so it
@@ -86,6 +92,11 @@ func startNodeServer(n *Node, signer *xcrypto.PEMEncodedCertificateAndKey) (*nod
 	tlsConfig, err := serverTLS(n, n.cfg, signer)
 	if err != nil {
 		return nil, err
+	}
+
+	if !s.maintenance {
+		s.tls, s.tlsTrust = tlsConfig, trustOf(n.cfg)
+		tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetConfigForClient: s.currentTLS}
 	}
 
 	s.machinedLis = bufconn.Listen(1 << 20)
@@ -177,6 +188,56 @@ func serverTLS(n *Node, cfg config.Provider, signer *xcrypto.PEMEncodedCertifica
 		MinVersion:            tls.VersionTLS12,
 		VerifyPeerCertificate: verifyClientUsage,
 	}, nil
+}
+
+// trustOf names what the API's TLS depends on in a config: the issuing CA, the accepted CAs and
+// the certificate's names.
+func trustOf(cfg config.Provider) string {
+	security := cfg.Machine().Security()
+	parts := []string{}
+
+	if ca := security.IssuingCA(); ca != nil {
+		parts = append(parts, string(ca.Crt))
+	}
+
+	for _, accepted := range security.AcceptedCAs() {
+		parts = append(parts, string(accepted.Crt))
+	}
+
+	parts = append(parts, security.CertSANs()...)
+
+	return strings.Join(parts, "\x00")
+}
+
+// currentTLS is the TLS config of the next handshake: the node's current config, re-issued when its
+// CAs changed since the last one (a worker keeps its certificate until a control plane has the new
+// CA's key, as trustd would make it wait).
+func (s *nodeServer) currentTLS(*tls.ClientHelloInfo) (*tls.Config, error) {
+	cfg := s.node.config()
+
+	s.tlsMu.Lock()
+	defer s.tlsMu.Unlock()
+
+	if cfg == nil || trustOf(cfg) == s.tlsTrust {
+		return s.tls, nil
+	}
+
+	signer := s.node.emu.issuingCA(cfg)
+	if signer == nil {
+		return s.tls, nil
+	}
+
+	next, err := serverTLS(s.node, cfg, signer)
+	if err != nil {
+		s.node.emu.log.Printf("%s: the API certificate cannot be re-issued: %v", s.node.name, err)
+
+		return s.tls, nil
+	}
+
+	s.tls, s.tlsTrust = next, trustOf(cfg)
+	s.node.emu.log.Printf("%s: the API certificate and trusted CAs follow the applied config", s.node.name)
+
+	return s.tls, nil
 }
 
 // verifyClientUsage rejects client certificates without the client-auth usage, as apid does.
