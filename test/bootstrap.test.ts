@@ -145,7 +145,7 @@ describe("bootstrap layer", () => {
               `.pulumi/stacks/talos-platform-app/${env}.json`,
               `.pulumi/history/talos-platform-app/${env}/`,
               `.pulumi/backups/talos-platform-app/${env}/`,
-              `.pulumi/locks/talos-platform-app/${env}/`,
+              `.pulumi/locks/organization/talos-platform-app/${env}/`,
               `.platform-locks/talos-platform-app/${env}.lock`,
             ]
               .map((prefix) => `resource.name.startsWith("${BUCKET}${prefix}")`)

@@ -57,12 +57,15 @@ export interface CiIdentitiesArgs {
 export function stackObjectPrefixes(project: string, stack: string): string[] {
   // Pulumi's project-scoped DIY layout: .pulumi/stacks/<project>/<stack>.json (and .json.bak,
   // .json.gz), .pulumi/history/<project>/<stack>/…, .pulumi/backups/<project>/<stack>/…,
-  // .pulumi/locks/<project>/<stack>/<id>.json; and this CLI's own lease.
+  // .pulumi/locks/organization/<project>/<stack>/<id>.json (the lock is named after the stack's
+  // fully qualified name, whose organization is always "organization" in a DIY backend:
+  // pkg/backend/diy/lock.go, stackLockDir; backend.go, FullyQualifiedName); and this CLI's lease.
+  // The engine tier checks every file a real `up` writes against these (lifecycle.engine.ts).
   return [
     `.pulumi/stacks/${project}/${stack}.json`,
     `.pulumi/history/${project}/${stack}/`,
     `.pulumi/backups/${project}/${stack}/`,
-    `.pulumi/locks/${project}/${stack}/`,
+    `.pulumi/locks/organization/${project}/${stack}/`,
     leaseObject(project, stack),
   ];
 }

@@ -179,6 +179,43 @@ export class EngineSandbox {
       .filter((f) => f.endsWith(".json"));
   }
 
+  /**
+   * Watches the file backend while `run` goes on, polling every 50 ms: every file that appears or
+   * changes, relative to the backend's root, the engine's short-lived lock included (it is held for
+   * the whole update). The poll stops with `run`.
+   */
+  async backendWrites<T>(run: () => Promise<T>): Promise<{ result: T; written: string[] }> {
+    const seen = new Map<string, number>();
+    const snapshot = (): Map<string, number> => {
+      const files = new Map<string, number>();
+      for (const name of fs.readdirSync(this.stateDir, { recursive: true, encoding: "utf8" })) {
+        try {
+          const stat = fs.statSync(path.join(this.stateDir, name));
+          if (stat.isFile()) files.set(name.split(path.sep).join("/"), stat.mtimeMs);
+        } catch {
+          // Gone between the listing and the stat (a lock released, a temp file renamed).
+        }
+      }
+      return files;
+    };
+    const before = snapshot();
+    const written = new Set<string>();
+    const poll = (): void => {
+      for (const [name, mtime] of snapshot()) {
+        if (before.get(name) !== mtime && seen.get(name) !== mtime) written.add(name);
+        seen.set(name, mtime);
+      }
+    };
+    const timer = setInterval(poll, 50);
+    try {
+      const result = await run();
+      poll();
+      return { result, written: [...written].sort() };
+    } finally {
+      clearInterval(timer);
+    }
+  }
+
   /** The CLI's own per-stack leases: beside the state in the backend, and in the checkout. */
   cliLocks(): string[] {
     return [

@@ -16,6 +16,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { parse } from "yaml";
 import { ExitCode } from "../../automation/errors";
+import { stackObjectPrefixes } from "../../components/gcp/ciIdentities";
 import { type CliRun, EngineSandbox, ROOT, engineTools } from "./harness";
 import { writeRecording } from "./recordings";
 
@@ -165,11 +166,32 @@ describe("the engine tier: the real Pulumi engine and Talos provider", function 
 
   describe("3. up: Talos secrets and every node's machine config from the real provider", () => {
     let up: CliRun;
+    let written: string[];
     before(async () => {
       const before = fs.readFileSync(stackFile);
-      up = await sandbox.cli(["up", STACK], secretEnv);
+      ({ result: up, written } = await sandbox.backendWrites(() =>
+        sandbox.cli(["up", STACK], secretEnv),
+      ));
       assert.ok(fs.readFileSync(stackFile).equals(before), "stack file restored byte for byte");
       writeRecording("up-foundation-engine-failed", up.events, sandbox);
+    });
+
+    it("writes only objects CI's apply identity may write for this stack (its IAM prefixes)", () => {
+      const prefixes = stackObjectPrefixes("talos-platform", STACK);
+      // fileblob (file://) keeps each object's metadata in a `.attrs` file beside it; GCS has none.
+      const objects = written.filter((name) => !name.endsWith(".attrs"));
+      assert.ok(
+        objects.some((name) =>
+          name.startsWith(`.pulumi/locks/organization/talos-platform/${STACK}/`),
+        ),
+        `the engine's lock is among the writes; got ${objects.join(", ")}`,
+      );
+      assert.ok(
+        objects.includes(`.pulumi/stacks/talos-platform/${STACK}.json`),
+        objects.join(", "),
+      );
+      const outside = objects.filter((name) => !prefixes.some((prefix) => name.startsWith(prefix)));
+      assert.deepEqual(outside, [], `written outside ${prefixes.join(", ")}`);
     });
 
     it("creates the protected machine secrets", () => {
