@@ -113,7 +113,7 @@ describe("bootstrap layer", () => {
     assert.equal(recorder.ofType("gcp:serviceaccount/key:Key").length, 0, "no key files");
   });
 
-  it("lets previews read and take their lease only, apply write only its own app stack, and never hands a foundation key to either", async () => {
+  it("lets previews only read, apply write only its own app stack, and never hands a foundation key to either", async () => {
     const { recorder } = await run();
     const bucketGrants = recorder.ofType("gcp:storage/bucketIAMMember:BucketIAMMember");
     const keyGrants = recorder.ofType("gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember");
@@ -127,13 +127,8 @@ describe("bootstrap layer", () => {
     });
     for (const env of ["staging", "prod"]) {
       assert.deepEqual(grantsOf(principal("github-preview", `preview-${env}`)), {
-        bucket: [
-          ["roles/storage.objectViewer", undefined],
-          [
-            "roles/storage.objectUser",
-            `resource.name.startsWith("${BUCKET}.platform-locks/talos-platform-app/${env}.lock")`,
-          ],
-        ],
+        // A preview writes nothing (its lease stays in the checkout): read access only.
+        bucket: [["roles/storage.objectViewer", undefined]],
         keys: [["roles/cloudkms.cryptoKeyDecrypter", `${KEY_RING}/cryptoKeys/app-${env}`]],
       });
       assert.deepEqual(grantsOf(principal("github-apply", env)), {
@@ -155,7 +150,7 @@ describe("bootstrap layer", () => {
         keys: [["roles/cloudkms.cryptoKeyEncrypterDecrypter", `${KEY_RING}/cryptoKeys/app-${env}`]],
       });
     }
-    assert.equal(bucketGrants.length, 8, "nothing else on the bucket");
+    assert.equal(bucketGrants.length, 6, "nothing else on the bucket");
     assert.equal(keyGrants.length, 4);
     for (const grant of keyGrants) assert.doesNotMatch(grant.inputs.cryptoKeyId, /foundation-/);
     for (const grant of bucketGrants) {

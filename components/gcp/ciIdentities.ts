@@ -7,8 +7,7 @@
 // one GitHub environment through the token's subject (`repo:<owner>/<name>:environment:<env>`).
 //
 // What each may do (docs/credentials.md):
-// - preview-<env>: read the bucket; write only its app stack's CLI lease; decrypt with that
-//   environment's app key. No write to any state.
+// - preview-<env>: read the bucket, decrypt with that environment's app key; write nothing.
 // - apply (<env>, main.yml on main): also write its own app stack's state objects; encrypt and decrypt
 //   with that environment's app key.
 // - drift (<env>, drift.yml on main; opt-in): read the bucket, write the foundation stack's CLI lease,
@@ -164,26 +163,30 @@ export class CiIdentities extends pulumi.ComponentResource {
           { bucket, role: "roles/storage.objectViewer", member },
           resourceOpts,
         );
-        const layer = kind === "drift" ? FOUNDATION_PROJECT : APP_PROJECT;
-        // A preview takes the CLI's lease (and no Pulumi lock): that one object, nothing else.
-        const writable =
-          kind === "apply"
-            ? stackObjectPrefixes(APP_PROJECT, environment)
-            : [leaseObject(layer, environment)];
-        new gcp.storage.BucketIAMMember(
-          `${prefix}-write`,
-          {
-            bucket,
-            role: "roles/storage.objectUser",
-            member,
-            condition: {
-              title: `${kind}-${environment}-own-objects`,
-              description: `Only ${layer}/${environment}'s ${kind === "apply" ? "state and lease" : "lease"}`,
-              expression: bucket.apply((b) => objectCondition(b, writable)),
+        // A preview writes nothing: the engine takes no lock for it and the CLI keeps a preview's
+        // lease in the checkout (automation/lock.ts, lockStack). Drift takes the foundation
+        // stack's lease beside its state, so that no roll starts while it reads.
+        if (kind !== "preview") {
+          const layer = kind === "drift" ? FOUNDATION_PROJECT : APP_PROJECT;
+          const writable =
+            kind === "apply"
+              ? stackObjectPrefixes(APP_PROJECT, environment)
+              : [leaseObject(layer, environment)];
+          new gcp.storage.BucketIAMMember(
+            `${prefix}-write`,
+            {
+              bucket,
+              role: "roles/storage.objectUser",
+              member,
+              condition: {
+                title: `${kind}-${environment}-own-objects`,
+                description: `Only ${layer}/${environment}'s ${kind === "apply" ? "state and lease" : "lease"}`,
+                expression: bucket.apply((b) => objectCondition(b, writable)),
+              },
             },
-          },
-          resourceOpts,
-        );
+            resourceOpts,
+          );
+        }
         const key =
           kind === "drift" ? args.keys.foundation[environment] : args.keys.app[environment];
         new gcp.kms.CryptoKeyIAMMember(
