@@ -13,7 +13,11 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { parse, stringify } from "yaml";
-import { buildEmulatorTools, startTalosEmulator, waitFor } from "../test/emulator/talosEmulator";
+import {
+  buildEmulatorTools,
+  startTalosEmulator,
+  waitForMaintenance,
+} from "../test/emulator/talosEmulator";
 import { type CliRun, EngineSandbox, ROOT, engineTools } from "../test/engine/harness";
 import {
   CONTROL_PLANES,
@@ -175,12 +179,10 @@ async function benchSize(size: number, index: number): Promise<SizeResult> {
         ),
       ),
     );
-    for (const node of nodes) {
-      await waitFor(`${node.name} in maintenance mode`, async () => {
-        const status = await emulator.node(node.name);
-        if (status.phase !== "maintenance") throw new Error(status.phase);
-      });
-    }
+    await waitForMaintenance(
+      emulator,
+      nodes.map((n) => n.name),
+    );
     const wrapped = toolWrappers(sandbox.dir, tools.talosctl);
     const cliEnv = { ...wrapped.env, TALOS_STANDIN_RETRY_WINDOW: "120s" };
     const timed = async (argv: string[], clock?: LineClock): Promise<Timed> => {

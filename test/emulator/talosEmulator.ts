@@ -280,3 +280,16 @@ export async function waitFor<T>(
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
+
+/** Waits until each named node of `emulator` is in maintenance mode (up, before any config). */
+export async function waitForMaintenance(
+  emulator: RunningEmulator,
+  names: readonly string[],
+): Promise<void> {
+  for (const name of names) {
+    await waitFor(`${name} in maintenance mode`, async () => {
+      const status = await emulator.node(name);
+      if (status.phase !== "maintenance") throw new Error(status.phase);
+    });
+  }
+}

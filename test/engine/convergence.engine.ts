@@ -21,6 +21,7 @@ import {
   type RunningEmulator,
   buildEmulatorTools,
   startTalosEmulator,
+  waitForMaintenance,
   waitFor,
 } from "../emulator/talosEmulator";
 import { type CliRun, EngineSandbox, engineTools } from "./harness";
@@ -97,12 +98,10 @@ describe("the engine tier: a running cluster converged by up", function () {
       fs.readFileSync(path.join(__dirname, "stacks", `Pulumi.${STACK}.yaml`), "utf8"),
     );
     talosconfig = path.join(sandbox.dir, `${STACK}.talosconfig`);
-    for (const node of NODES) {
-      await waitFor(`${node.name} in maintenance mode`, async () => {
-        const status = await emulator.node(node.name);
-        if (status.phase !== "maintenance") throw new Error(status.phase);
-      });
-    }
+    await waitForMaintenance(
+      emulator,
+      NODES.map((n) => n.name),
+    );
   });
 
   after(async () => {

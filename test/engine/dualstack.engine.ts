@@ -16,6 +16,7 @@ import {
   type EmulatorTools,
   type RunningEmulator,
   startTalosEmulator,
+  waitForMaintenance,
   waitFor,
 } from "../emulator/talosEmulator";
 import { type CliRun, EngineSandbox, engineTools } from "./harness";
@@ -52,10 +53,7 @@ describe("the engine tier: an IPv6-first dual-stack control plane", function () 
       STACK,
       fs.readFileSync(path.join(__dirname, "stacks", `Pulumi.${STACK}.yaml`), "utf8"),
     );
-    await waitFor(`${NODE.name} in maintenance mode`, async () => {
-      const status = await emulator.node(NODE.name);
-      if (status.phase !== "maintenance") throw new Error(status.phase);
-    });
+    await waitForMaintenance(emulator, [NODE.name]);
     up = await sandbox.cli(["up", STACK], {
       TALOSCTL: emulatorTools.talosctl,
       TALOS_STANDIN_RETRY_WINDOW: "60s",

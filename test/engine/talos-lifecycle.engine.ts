@@ -35,6 +35,7 @@ import {
   type EmulatorTools,
   type RunningEmulator,
   startTalosEmulator,
+  waitForMaintenance,
   waitFor,
 } from "../emulator/talosEmulator";
 import { type CliRun, EngineSandbox, engineTools } from "./harness";
@@ -127,12 +128,10 @@ describe("the engine tier: the lifecycle on five emulated Talos nodes", function
       // Nodes reboot into their config after the first apply: the provider retries meanwhile.
       TALOS_STANDIN_RETRY_WINDOW: "60s",
     };
-    for (const node of NODES) {
-      await waitFor(`${node.name} in maintenance mode`, async () => {
-        const status = await emulator.node(node.name);
-        if (status.phase !== "maintenance") throw new Error(status.phase);
-      });
-    }
+    await waitForMaintenance(
+      emulator,
+      NODES.map((n) => n.name),
+    );
   });
 
   after(async () => {

@@ -23,6 +23,7 @@ import {
   type EmulatorTools,
   type RunningEmulator,
   startTalosEmulator,
+  waitForMaintenance,
   waitFor,
 } from "../emulator/talosEmulator";
 import { type CliRun, EngineSandbox, engineTools } from "./harness";
@@ -131,12 +132,10 @@ describe("the engine tier: certs, health and etcd defrag on three emulated contr
       fs.readFileSync(path.join(__dirname, "stacks", `Pulumi.${STACK}.yaml`), "utf8"),
     );
     env = { TALOSCTL: emulatorTools.talosctl, TALOS_STANDIN_RETRY_WINDOW: "60s" };
-    for (const node of NODES) {
-      await waitFor(`${node.name} in maintenance mode`, async () => {
-        const status = await emulator.node(node.name);
-        if (status.phase !== "maintenance") throw new Error(status.phase);
-      });
-    }
+    await waitForMaintenance(
+      emulator,
+      NODES.map((n) => n.name),
+    );
     const up = await sandbox.cli(["up", STACK], env);
     assert.equal(up.code, ExitCode.ok, explain(up));
     await waitFor("three voting members", async () => {
