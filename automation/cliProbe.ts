@@ -11,6 +11,7 @@ import { version as sdkVersion } from "@pulumi/pulumi/version";
 import SemVer from "semver/classes/semver";
 import semverLt from "semver/functions/lt";
 import semverParse from "semver/functions/parse";
+import { withoutShellCredentials } from "./credentials";
 import type { Env } from "./env";
 
 /** Where to get the Pulumi CLI. */
@@ -74,7 +75,7 @@ function onPath(name: string, pathVariable: string | undefined): string | undefi
 /** Runs `<command> version` and checks what it prints against the SDK's requirements. */
 function check(command: string, env: Env): CliProbe {
   const result = spawnSync(command, ["version"], {
-    env: { ...env, PULUMI_SKIP_UPDATE_CHECK: "true" },
+    env: { ...withoutShellCredentials(env), PULUMI_SKIP_UPDATE_CHECK: "true" },
     encoding: "utf8",
     timeout: 15_000,
   });

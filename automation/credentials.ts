@@ -1,7 +1,8 @@
 // The credentials each layer's program needs, and where the CLI finds them: Bitwarden Secrets Manager
 // first, then environment variables, then a value already set on the stack (`pulumi config set
-// --secret`). Found values reach the program through the engine's environment for the run only
-// (components/config/runSecretsEnv.ts): never on a command line, never in the stack file.
+// --secret`). Found values reach the program in a file for one operation, which the program deletes
+// as it reads it (components/config/runSecretsEnv.ts): never on a command line, in the stack file or
+// in any process's environment.
 import * as path from "node:path";
 import type { Env } from "./env";
 import { ExitCode, UserError } from "./errors";
@@ -154,6 +155,39 @@ export function engineCredentials(
 ): Record<string, string> {
   const key = bitwarden?.get(ENGINE_GCP_CREDENTIAL);
   return key && !env.GOOGLE_CREDENTIALS ? { GOOGLE_CREDENTIALS: key } : {};
+}
+
+/**
+ * Credential variables no process the CLI starts needs in its environment: the CLI reads them and
+ * hands their values to the program in the credentials file, and the Pulumi CLI passes its whole
+ * environment to every provider plugin. Kept: GOOGLE_CREDENTIALS, which the engine itself needs for
+ * a gs:// backend and gcpkms:// (docs/credentials.md). `bws` gets BWS_ACCESS_TOKEN explicitly.
+ */
+export const SHELL_CREDENTIALS: readonly string[] = [
+  "BWS_ACCESS_TOKEN",
+  ...new Set(
+    Object.values(CREDENTIALS)
+      .flat()
+      .map((credential) => credential.envVar)
+      .filter((name) => name !== "GOOGLE_CREDENTIALS"),
+  ),
+];
+
+/** `env` without the shell's credential variables: for a process the CLI starts with its own env. */
+export function withoutShellCredentials(env: Env): Env {
+  return Object.fromEntries(
+    Object.entries(env).filter(([name]) => !SHELL_CREDENTIALS.includes(name)),
+  );
+}
+
+/**
+ * Takes the shell's credential variables out of `processEnv` (what every child process inherits)
+ * and returns the environment as it was, for the CLI to read them from.
+ */
+export function withholdShellCredentials(processEnv: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const env = { ...processEnv };
+  for (const name of SHELL_CREDENTIALS) delete processEnv[name];
+  return env;
 }
 
 /** What was found for one layer: the run's secret config, each source, and what is missing. */

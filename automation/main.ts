@@ -6,6 +6,7 @@ import * as os from "node:os";
 import { REPO_ROOT } from "../components/repo/root";
 import { stopChildGroups } from "./childGroups";
 import type { CliContext } from "./context";
+import { withholdShellCredentials } from "./credentials";
 import { rememberDescendants, stopDescendants } from "./descendants";
 import { ExitCode, reportError } from "./errors";
 import { Interrupts, signalFromTerminal } from "./interrupts";
@@ -32,7 +33,9 @@ function systemContext(interrupts: Interrupts): CliContext {
     repoRoot: REPO_ROOT,
     // `npm run` starts scripts in the package folder; INIT_CWD is where the operator typed it.
     cwd: process.env.INIT_CWD ?? process.cwd(),
-    env: process.env,
+    // The CLI reads the operator's credential variables from this copy; nothing it starts (the
+    // Pulumi CLI and its plugins, talosctl, kubectl) inherits them (automation/credentials.ts).
+    env: withholdShellCredentials(process.env),
     stdout: process.stdout,
     stderr: process.stderr,
     clock: Date.now,

@@ -1,6 +1,6 @@
 // Every credential value of a run, replaced by `[secret]` in the text the CLI prints or writes.
 //
-// The run's credentials reach the engine through its environment (components/config/runSecretsEnv.ts),
+// The run's credentials reach the program in a file (components/config/runSecretsEnv.ts),
 // not as secret config, so Pulumi's own masking, which knows secret config values only, never sees
 // them: a provider's diagnostic or error quoting a token would reach the terminal, the CI log and
 // the pull request's summary as it is. The CLI knows each value, so it replaces them itself, in

@@ -1,4 +1,4 @@
-// The CLI never writes a stack file during a run: credentials travel in the engine's environment,
+// The CLI never writes a stack file during a run: credentials travel in a file of the run,
 // and only the engine writes Pulumi's own keys (`encryptedkey` of a KMS secrets provider,
 // `encryptionsalt` of a passphrase) when it creates the stack or its data key. Two things remain:
 // removing config keys while keeping the layout (runs no longer call it: a secret the stack file

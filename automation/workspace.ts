@@ -8,8 +8,12 @@ import {
   PulumiCommand,
   type Stack,
 } from "@pulumi/pulumi/automation";
-import { RUN_SECRETS_ENV } from "../components/config/runSecretsEnv";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { RUN_SECRETS_FILE_ENV } from "../components/config/runSecretsEnv";
 import { CONVERGE_ENV, type ConvergeRequest } from "../components/talos/convergence";
+import { SHELL_CREDENTIALS } from "./credentials";
 import { type PulumiCommandSource, resolvePulumiCommand } from "./pulumiCli";
 
 /** Options every engine operation takes. */
@@ -66,8 +70,9 @@ export interface OpenStackRequest {
   /** Create the stack if the backend does not have it (preview, up); otherwise it must exist. */
   readonly create: boolean;
   /**
-   * Credentials for the program (full config keys), handed over in the engine's environment
-   * ({@link RUN_SECRETS_ENV}): never on a command line, never written to the stack file.
+   * Credentials for the program (full config keys), handed over in a file the program reads and
+   * deletes ({@link RUN_SECRETS_FILE_ENV}): never on a command line, in the stack file or in any
+   * process's environment.
    */
   readonly runSecrets?: Readonly<Record<string, string>>;
 }
@@ -97,16 +102,17 @@ interface LocalWorkspaceOptions {
 }
 
 /**
- * The engine's environment for one stack: the backend and passphrase variables, and the run's
- * credentials in {@link RUN_SECRETS_ENV} (set even when empty, so a value left in the operator's
- * shell never reaches the program). The Automation API passes these to the Pulumi CLI's process
- * environment, never its argv; the program reads them through components/config.
+ * The engine's environment for one stack: the backend and passphrase variables; the credentials
+ * file's variable set empty (each preview and up names its own file, {@link stackOperations}), so a
+ * value left in the operator's shell never reaches the program; and the shell's credential
+ * variables blanked. The Automation API passes these to the Pulumi CLI's process environment over
+ * its own (an empty value overrides an inherited one), never its argv.
  */
 function engineEnvironment(request: OpenStackRequest): Record<string, string> {
-  const runSecrets = request.runSecrets ?? {};
   return {
+    ...Object.fromEntries(SHELL_CREDENTIALS.map((name) => [name, ""])),
     ...request.envVars,
-    [RUN_SECRETS_ENV]: Object.keys(runSecrets).length > 0 ? JSON.stringify(runSecrets) : "",
+    [RUN_SECRETS_FILE_ENV]: "",
     // Set per operation (stackOperations); empty, so a value left in a shell never reaches the program.
     [CONVERGE_ENV]: "",
   };
@@ -140,13 +146,44 @@ export function localWorkspaceFactory(options: LocalWorkspaceOptions = {}): Work
       const stack = request.create
         ? await LocalWorkspace.createOrSelectStack(args, workspaceOptions)
         : await LocalWorkspace.selectStack(args, workspaceOptions);
-      return stackOperations(stack);
+      return stackOperations(stack, request.runSecrets ?? {});
     },
   };
 }
 
-/** Adapts an Automation API Stack to {@link StackOperations}. */
-export function stackOperations(stack: Stack): StackOperations {
+/**
+ * Runs `operation` of a program with the run's credentials in a file of their own: 0600 in a fresh
+ * 0700 folder under the run's private temp folder (TMPDIR, automation/runTemp.ts), named in
+ * {@link RUN_SECRETS_FILE_ENV} for this operation only. The program deletes it as it reads it,
+ * before it registers anything, so no provider plugin finds it; the folder goes when the operation
+ * ends, whatever happened (a killed run's folder goes with the run's at the next start).
+ */
+async function withRunSecretsFile<T>(
+  stack: Stack,
+  secrets: Readonly<Record<string, string>>,
+  operation: () => Promise<T>,
+): Promise<T> {
+  if (Object.keys(secrets).length === 0) return operation();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "run-secrets-"));
+  const file = path.join(dir, "secrets.json");
+  try {
+    fs.writeFileSync(file, JSON.stringify(secrets), { mode: 0o600, flag: "wx" });
+    stack.workspace.envVars[RUN_SECRETS_FILE_ENV] = file;
+    return await operation();
+  } finally {
+    stack.workspace.envVars[RUN_SECRETS_FILE_ENV] = "";
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Adapts an Automation API Stack to {@link StackOperations}. Only `preview` and `up` run the program,
+ * so only they get the credentials file: `refresh` and `destroy` configure providers from the state.
+ */
+export function stackOperations(
+  stack: Stack,
+  runSecrets: Readonly<Record<string, string>> = {},
+): StackOperations {
   const common = (options: OperationOptions) => {
     // The workspace's variables reach every Pulumi command it runs from here on.
     stack.workspace.envVars[CONVERGE_ENV] = options.converge
@@ -161,10 +198,12 @@ export function stackOperations(stack: Stack): StackOperations {
   };
   return {
     async preview(options) {
-      await stack.preview({ ...common(options), ...(options.diff ? { diff: true } : {}) });
+      await withRunSecretsFile(stack, runSecrets, () =>
+        stack.preview({ ...common(options), ...(options.diff ? { diff: true } : {}) }),
+      );
     },
     async up(options) {
-      await stack.up(common(options));
+      await withRunSecretsFile(stack, runSecrets, () => stack.up(common(options)));
     },
     async refresh(options) {
       await stack.refresh(common(options));

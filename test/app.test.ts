@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { CRITICAL_TYPES } from "../automation/critical";
 import { StackConfigError } from "../components/config/problems";
-import { RUN_SECRETS_ENV } from "../components/config/runSecretsEnv";
+import { withRunSecrets } from "./setup/runSecrets";
 import { readStackFile, resolveAll, ROOT, setupRun } from "./harness";
 import { Recorder } from "./mocks";
 
@@ -270,13 +270,12 @@ describe("app layer", () => {
     }
   });
 
-  it("takes the credentials the CLI hands over in the engine's environment, as secrets, before the stack's", async () => {
-    const before = process.env[RUN_SECRETS_ENV];
-    process.env[RUN_SECRETS_ENV] = JSON.stringify({
+  it("takes the credentials the CLI hands over for the run, as secrets, before the stack's", async () => {
+    const secrets = {
       "talos-platform-app:openbaoToken": "FAKE-SECRET-from-bitwarden",
       "talos-platform-app:grafanaAuth": "FAKE-SECRET-grafana-from-env",
-    });
-    try {
+    };
+    await withRunSecrets(secrets, async () => {
       // No secret in the stack at all: the run's values satisfy validation and reach the providers.
       const { recorder: fromRun } = await runApp({ secrets: {} });
       const openbao = fromRun.named("openbao-provider");
@@ -285,13 +284,12 @@ describe("app layer", () => {
       const grafana = fromRun.named("grafana-provider");
       assert.equal(grafana.inputs.auth, "FAKE-SECRET-grafana-from-env");
       assert.ok(grafana.secretPaths.includes("auth"));
-      // The stack's own value loses to the run's, as the CLI's order (Bitwarden, environment, stack) says.
+    });
+    // The stack's own value loses to the run's, as the CLI's order (Bitwarden, environment, stack) says.
+    await withRunSecrets(secrets, async () => {
       const { recorder: both } = await runApp();
       assert.equal(both.named("openbao-provider").inputs.token, "FAKE-SECRET-from-bitwarden");
-    } finally {
-      if (before === undefined) delete process.env[RUN_SECRETS_ENV];
-      else process.env[RUN_SECRETS_ENV] = before;
-    }
+    });
   });
 
   it("passes the OpenBao and Grafana tokens to their providers only as secrets", () => {

@@ -3,7 +3,7 @@
 // test/config/rules/services.test.ts.
 import { strict as assert } from "node:assert";
 import { parse, parseAllDocuments } from "yaml";
-import { RUN_SECRETS_ENV } from "../components/config/runSecretsEnv";
+import { withRunSecrets } from "./setup/runSecrets";
 import { clone, GITHUB_KNOWN_HOSTS, validTalos113, withServices } from "./fixtures";
 import { isSecret, readStackFile, runFoundation, STACK_SECRETS } from "./harness";
 import { FAKE_SECRET_MARKER, Recorder } from "./mocks";
@@ -202,11 +202,8 @@ describe("foundation services", () => {
         .find((d: any) => d.cluster?.inlineManifests);
 
     it("takes the deploy key the CLI hands over for the run when the stack holds none", async () => {
-      const before = process.env[RUN_SECRETS_ENV];
-      process.env[RUN_SECRETS_ENV] = JSON.stringify({
-        "talos-platform:fluxDeployKey": "FAKE-SECRET-deploy-key-from-bitwarden",
-      });
-      try {
+      const secrets = { "talos-platform:fluxDeployKey": "FAKE-SECRET-deploy-key-from-bitwarden" };
+      await withRunSecrets(secrets, async () => {
         const run = await runFoundation(withServices(), { secrets: {} });
         const invoke = run.recorder
           .invokesOf("talos:machine/getConfiguration:getConfiguration")
@@ -216,10 +213,7 @@ describe("foundation services", () => {
             p.includes("FAKE-SECRET-deploy-key-from-bitwarden"),
           ),
         );
-      } finally {
-        if (before === undefined) delete process.env[RUN_SECRETS_ENV];
-        else process.env[RUN_SECRETS_ENV] = before;
-      }
+      });
     });
 
     it("has Talos install Flux's release manifests and the sync objects on control planes", () => {

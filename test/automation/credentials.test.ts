@@ -8,7 +8,7 @@ import { BOOTSTRAP_SECRET_KEYS } from "../../components/config/bootstrap";
 import { FOUNDATION_SECRET_KEYS } from "../../components/config/keys";
 import { ExitCode, UserError } from "../../automation/errors";
 import { resolveLayer, readStackFile } from "../../automation/layers";
-import { RUN_SECRETS_ENV } from "../../components/config/runSecretsEnv";
+import { withRunSecrets } from "../setup/runSecrets";
 import { readStackFile as readFixture, setupRun, unwrap } from "../harness";
 import { cleanupRepos, makeRepo, testContext } from "./helpers";
 
@@ -146,13 +146,12 @@ describe("credentials", () => {
         },
       },
     ];
-    const before = process.env[RUN_SECRETS_ENV];
-    try {
-      for (const layer of layers) {
-        await setupRun(layer.values, { project: layer.project });
-        process.env[RUN_SECRETS_ENV] = JSON.stringify(
-          Object.fromEntries(layer.keys.map((key) => [`${layer.project}:${key}`, `run-${key}`])),
-        );
+    for (const layer of layers) {
+      await setupRun(layer.values, { project: layer.project });
+      const runValues = Object.fromEntries(
+        layer.keys.map((key) => [`${layer.project}:${key}`, `run-${key}`]),
+      );
+      await withRunSecrets(runValues, async () => {
         const secrets = (await layer.load()) as Record<string, unknown>;
         for (const key of layer.keys) {
           const value = secrets[key] as pulumi.Output<string> | undefined;
@@ -160,10 +159,7 @@ describe("credentials", () => {
           assert.equal(await unwrap(value), `run-${key}`, key);
           assert.equal(await pulumi.isSecret(value), true, key);
         }
-      }
-    } finally {
-      if (before === undefined) delete process.env[RUN_SECRETS_ENV];
-      else process.env[RUN_SECRETS_ENV] = before;
+      });
     }
   });
 

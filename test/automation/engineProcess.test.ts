@@ -8,7 +8,7 @@ import * as path from "node:path";
 import { runCli } from "../../automation/cli";
 import { ExitCode } from "../../automation/errors";
 import { localWorkspaceFactory } from "../../automation/workspace";
-import { RUN_SECRETS_ENV } from "../../components/config/runSecretsEnv";
+import { RUN_SECRETS_FILE_ENV } from "../../components/config/runSecretsEnv";
 import { FAKE_ENCRYPTED_KEY, FakePulumi } from "./fakePulumi";
 import { MemorySink, cleanupRepos, makeRepo, testContext } from "./helpers";
 
@@ -69,7 +69,7 @@ describe("what the Automation API spawns", () => {
     return { repo, ctx, code, file: path.join(repo, "Pulumi.staging.yaml") };
   };
 
-  it("puts no credential on any command line nor in the stack file: they travel in the engine's environment", async () => {
+  it("puts no credential on any command line, in the stack file or in the engine's environment: the up gets them in a file", async () => {
     const { code, ctx, file } = await runUp();
     assert.equal(code, ExitCode.ok, ctx.stderr.text);
     const calls = fake.calls();
@@ -84,11 +84,27 @@ describe("what the Automation API spawns", () => {
       }
       assert.notEqual(call.args[0], "config", "no `pulumi config set-all --secret …`");
     }
+    // Only the up, which runs the program, gets the credentials: in a 0600 file of the run's temp
+    // folder, named in its environment, and gone once it ended. No environment holds them.
     const up = calls.find((c) => c.args[0] === "up")!;
-    assert.deepEqual(JSON.parse(up.env[RUN_SECRETS_ENV]!), {
+    assert.deepEqual(JSON.parse(up.runSecretsFile!.content), {
       "talos-platform:proxmoxApiToken": TOKEN,
       "talos-platform:gcpCredentials": GCP_KEY,
     });
+    assert.equal(up.runSecretsFile!.mode, 0o600);
+    assert.ok(!fs.existsSync(up.env[RUN_SECRETS_FILE_ENV]!), "the credentials file is removed");
+    for (const call of calls.filter((c) => c !== up)) {
+      assert.equal(call.runSecretsFile, undefined, call.args.join(" "));
+    }
+    for (const call of calls) {
+      assert.doesNotMatch(JSON.stringify(call.env), new RegExp(TOKEN), call.args.join(" "));
+    }
+    // The shell's credential variables are blanked for the engine and so for every plugin (the
+    // `pulumi version` probe runs before any workspace, and starts nothing).
+    for (const call of calls.filter((c) => c.args[0] !== "version")) {
+      assert.equal(call.env.BWS_ACCESS_TOKEN, "", call.args.join(" "));
+      assert.equal(call.env.PROXMOX_VE_API_TOKEN, "", call.args.join(" "));
+    }
     // The GCP key from Bitwarden also reaches the engine itself, for gs:// and gcpkms://
     // (pkg/authhelpers/gcpauth.go reads GOOGLE_CREDENTIALS).
     for (const call of calls.filter((c) => c.args[0] !== "version")) {

@@ -6,7 +6,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { RUN_SECRETS_ENV } from "../../components/config/runSecretsEnv";
+import { RUN_SECRETS_FILE_ENV } from "../../components/config/runSecretsEnv";
 
 /** One invocation of the fake CLI. */
 export interface FakeInvocation {
@@ -16,11 +16,15 @@ export interface FakeInvocation {
   readonly env: Record<string, string | undefined>;
   /** The stack file's content when the command started (undefined when there was none). */
   readonly stackFile?: string;
+  /** The run's credentials file the command was given, as it was then: content and mode. */
+  readonly runSecretsFile?: { readonly content: string; readonly mode: number };
 }
 
 /** Variables recorded from each invocation's environment. */
 export const RECORDED_ENV = [
-  RUN_SECRETS_ENV,
+  RUN_SECRETS_FILE_ENV,
+  "BWS_ACCESS_TOKEN",
+  "PROXMOX_VE_API_TOKEN",
   "GOOGLE_CREDENTIALS",
   "PULUMI_BACKEND_URL",
   "PULUMI_CONFIG_PASSPHRASE_FILE",
@@ -40,10 +44,16 @@ const stack = flag("--stack") ?? (args[0] === "stack" && args[1] === "init" ? ar
 const stackFile = stack ? path.join(process.cwd(), "Pulumi." + stack + ".yaml") : undefined;
 const env = {};
 for (const name of recorded) env[name] = process.env[name];
+const secretsFile = process.env.${RUN_SECRETS_FILE_ENV};
+const runSecretsText = secretsFile && fs.existsSync(secretsFile) ? fs.readFileSync(secretsFile, "utf8") : "{}";
 fs.appendFileSync(logFile, JSON.stringify({
   args, cwd: process.cwd(), env,
   stackFile: stackFile && fs.existsSync(stackFile) ? fs.readFileSync(stackFile, "utf8") : undefined,
+  runSecretsFile: secretsFile && fs.existsSync(secretsFile)
+    ? { content: runSecretsText, mode: fs.statSync(secretsFile).mode & 0o777 } : undefined,
 }) + "\n");
+// The program of an up or preview reads the credentials file and deletes it, as ours does.
+if (secretsFile && ["up", "preview"].includes(args[0])) fs.rmSync(secretsFile, { force: true });
 /**
  * What the engine does for a stack file naming a KMS provider without a data key: mint one and save
  * the stack file, serialised again from its parsed form (comments and layout lost).
@@ -97,7 +107,7 @@ if (["up", "preview", "refresh", "destroy"].includes(args[0]) && process.env.FAK
   const { spawn } = require("node:child_process");
   const os = require("node:os");
   const secret = path.join(os.tmpdir(), "engine-secret.json");
-  fs.writeFileSync(secret, process.env.${RUN_SECRETS_ENV} || "{}", { mode: 0o600 });
+  fs.writeFileSync(secret, runSecretsText, { mode: 0o600 });
   const deaf = "process.on('SIGINT',()=>{});process.on('SIGTERM',()=>{});setInterval(()=>{},1000);";
   const plugin = spawn(process.execPath, ["-e",
     deaf + "const c=require('node:child_process').spawn(process.execPath,['-e'," + JSON.stringify(deaf) +
@@ -116,7 +126,7 @@ if (["up", "preview", "refresh", "destroy"].includes(args[0]) && process.env.FAK
 if (["up", "preview", "refresh", "destroy"].includes(args[0]) && process.env.FAKE_PULUMI_LEAK_SECRETS) {
   // A provider quoting the credentials it was given, as many do in their errors: in a diagnostic
   // (plain and JSON-escaped) and on stderr, then failing. Pulumi masks none of it (not secret config).
-  const secrets = Object.values(JSON.parse(process.env.${RUN_SECRETS_ENV} || "{}"));
+  const secrets = Object.values(JSON.parse(runSecretsText));
   const leak = secrets.map((value) => "value " + value + " (json " + JSON.stringify(value) + ")").join("; ");
   const events = [
     { sequence: 0, timestamp: 1, preludeEvent: { config: {} } },

@@ -112,6 +112,19 @@ describe("redaction and refusals on the command line", function () {
     assert.doesNotMatch(everything(run) + markdown, /FAKE-SECRET/);
   });
 
+  it("starts no process with the shell's credential variables: not the Pulumi CLI, not its plugins", () => {
+    const calls = fake.calls();
+    assert.ok(
+      calls.some((c) => c.args[0] === "preview"),
+      "the engine ran",
+    );
+    for (const call of calls) {
+      // PROXMOX_VE_API_TOKEN and BWS_ACCESS_TOKEN were in the CLI's environment (EVERY_CREDENTIAL).
+      assert.ok(!call.env.PROXMOX_VE_API_TOKEN, `pulumi ${call.args.join(" ")}`);
+      assert.ok(!call.env.BWS_ACCESS_TOKEN, `pulumi ${call.args.join(" ")}`);
+    }
+  });
+
   it("refuses a backend URL with a password or a token, wherever it is printed, and never shows it", () => {
     for (const name of ["stacksPassword", "validatePassword"]) {
       const run = result(name);

@@ -1,6 +1,10 @@
 import type { Stack } from "@pulumi/pulumi/automation";
 import { strict as assert } from "node:assert";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { localWorkspaceFactory, stackOperations } from "../../automation/workspace";
+import { RUN_SECRETS_FILE_ENV, runSecrets } from "../../components/config/runSecretsEnv";
 
 /** A stand-in for the Automation API's Stack that records the options each method receives. */
 function recordingStack() {
@@ -8,10 +12,23 @@ function recordingStack() {
     method: string;
     options: Record<string, unknown> | undefined;
     converge: string | undefined;
+    secretsFile?: { name: string; mode: number; content: string };
   }[] = [];
   const envVars: Record<string, string> = {};
   const record = (method: string) => async (options?: Record<string, unknown>) => {
-    calls.push({ method, options, converge: envVars.TALOS_PLATFORM_CONVERGE });
+    const file = envVars[RUN_SECRETS_FILE_ENV];
+    calls.push({
+      method,
+      options,
+      converge: envVars.TALOS_PLATFORM_CONVERGE,
+      ...(file && {
+        secretsFile: {
+          name: file,
+          mode: fs.statSync(file).mode & 0o777,
+          content: fs.readFileSync(file, "utf8"),
+        },
+      }),
+    });
     return {};
   };
   const stack = {
@@ -41,6 +58,66 @@ describe("the Automation API adapter", () => {
       { method: "refresh", options: { onEvent }, converge: "" },
       { method: "destroy", options: { onEvent }, converge: "" },
     ]);
+  });
+
+  it("hands the credentials to preview and up only, in a 0600 file of the run's temp folder, removed after", async () => {
+    const { stack, calls } = recordingStack();
+    const secrets = { "talos-platform:proxmoxApiToken": "FAKE-SECRET-token" };
+    const operations = stackOperations(stack, secrets);
+    await operations.preview({ onEvent });
+    await operations.up({ onEvent });
+    await operations.refresh({ onEvent });
+    await operations.destroy({ onEvent });
+    const [preview, up, refresh, destroy] = calls;
+    for (const run of [preview, up]) {
+      assert.equal(run.secretsFile!.mode, 0o600, run.method);
+      assert.deepEqual(JSON.parse(run.secretsFile!.content), secrets);
+      assert.ok(run.secretsFile!.name.startsWith(os.tmpdir() + path.sep), run.secretsFile!.name);
+      assert.ok(!fs.existsSync(path.dirname(run.secretsFile!.name)), "its folder is gone");
+    }
+    assert.notEqual(preview.secretsFile!.name, up.secretsFile!.name, "a file per operation");
+    // refresh and destroy do not run the program: providers are configured from the state.
+    assert.equal(refresh.secretsFile, undefined);
+    assert.equal(destroy.secretsFile, undefined);
+    assert.equal(stack.workspace.envVars[RUN_SECRETS_FILE_ENV], "");
+  });
+
+  it("removes the credentials file when the operation fails", async () => {
+    const { stack, calls } = recordingStack();
+    const up = stack.up.bind(stack);
+    stack.up = async (options) => {
+      await up(options);
+      throw new Error("the engine failed");
+    };
+    const operations = stackOperations(stack, { "talos-platform:proxmoxApiToken": "FAKE-SECRET" });
+    await assert.rejects(operations.up({ onEvent }), /the engine failed/);
+    assert.ok(!fs.existsSync(calls[0].secretsFile!.name));
+    assert.equal(stack.workspace.envVars[RUN_SECRETS_FILE_ENV], "");
+  });
+
+  it("lets the program read the credentials file once: it is deleted as it is read", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "run-secrets-read-"));
+    try {
+      const file = path.join(dir, "secrets.json");
+      fs.writeFileSync(file, JSON.stringify({ "talos-platform:a": "FAKE-SECRET-a", b: "" }));
+      const env = { [RUN_SECRETS_FILE_ENV]: file };
+      assert.deepEqual(runSecrets(env), { "talos-platform:a": "FAKE-SECRET-a" });
+      assert.ok(!fs.existsSync(file), "deleted by the first read, before any provider starts");
+      assert.deepEqual(runSecrets(env), { "talos-platform:a": "FAKE-SECRET-a" }, "kept in memory");
+      assert.deepEqual(runSecrets({ [RUN_SECRETS_FILE_ENV]: "" }), {});
+      assert.throws(
+        () => runSecrets({ [RUN_SECRETS_FILE_ENV]: path.join(dir, "gone.json") }),
+        /TALOS_PLATFORM_RUN_SECRETS_FILE: cannot read .*gone\.json \(ENOENT\); it is set by the platform CLI/,
+      );
+      const bad = path.join(dir, "bad.json");
+      fs.writeFileSync(bad, "not json FAKE-SECRET-x");
+      assert.throws(
+        () => runSecrets({ [RUN_SECRETS_FILE_ENV]: bad }),
+        (error: Error) => /not JSON/.test(error.message) && !error.message.includes("FAKE-SECRET"),
+      );
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("hands the program what the CLI's steps reached, in the engine's environment, for that run only", async () => {

@@ -10,8 +10,10 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { runCli } from "../../automation/cli";
 import type { CliContext } from "../../automation/context";
+import { withholdShellCredentials } from "../../automation/credentials";
 import { processIsAlive } from "../../automation/lock";
 import { type StackOperations, localWorkspaceFactory } from "../../automation/workspace";
+import { RUN_SECRETS_FILE_ENV } from "../../components/config/runSecretsEnv";
 import { MemorySink } from "../automation/helpers";
 
 /** The repository this test runs from. */
@@ -101,8 +103,10 @@ export class EngineSandbox {
     const env = { ...this.env, ...extraEnv };
     const events: EngineEvent[] = [];
     const saved = { ...process.env };
-    // The Automation API hands process.env to the Pulumi CLI it spawns.
+    // The Automation API hands process.env to the Pulumi CLI it spawns; the CLI takes the shell's
+    // credential variables out of it, as automation/main.ts does.
     replaceEnv(env);
+    const cliEnv = withholdShellCredentials(process.env);
     const stdout = new MemorySink();
     if (tee?.stdout) {
       const write = stdout.write.bind(stdout);
@@ -117,7 +121,7 @@ export class EngineSandbox {
     const ctx: CliContext = {
       repoRoot: this.repo,
       cwd: this.repo,
-      env,
+      env: cliEnv,
       stdout,
       stderr,
       clock: Date.now,
@@ -211,6 +215,56 @@ export class EngineSandbox {
       const result = await run();
       poll();
       return { result, written: [...written].sort() };
+    } finally {
+      clearInterval(timer);
+    }
+  }
+
+  /**
+   * Watches every process of this machine while `run` goes on (Linux /proc, polled every 50 ms):
+   * those, other than this test's own, whose environment holds `secret`, and, for each provider
+   * plugin (`pulumi-resource-*`), whether the credentials file its environment names still existed
+   * while it ran. The poll stops with `run`.
+   */
+  static async processEnvironments<T>(
+    secret: string,
+    run: () => Promise<T>,
+  ): Promise<{ result: T; holders: string[]; plugins: string[]; pluginsFoundFile: string[] }> {
+    const holders = new Set<string>();
+    const plugins = new Set<string>();
+    const pluginsFoundFile = new Set<string>();
+    const poll = (): void => {
+      for (const pid of fs.readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
+        if (Number(pid) === process.pid) continue;
+        let environ: string;
+        let command: string;
+        try {
+          environ = fs.readFileSync(`/proc/${pid}/environ`, "utf8");
+          command = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")[0];
+        } catch {
+          continue; // gone, or another user's
+        }
+        const name = path.basename(command);
+        const holding = environ.split("\0").filter((entry) => entry.includes(secret));
+        for (const entry of holding) holders.add(`${name} ${entry.slice(0, entry.indexOf("="))}`);
+        if (!name.startsWith("pulumi-resource-")) continue;
+        plugins.add(name);
+        const file = environ
+          .split("\0")
+          .find((entry) => entry.startsWith(`${RUN_SECRETS_FILE_ENV}=`))
+          ?.slice(RUN_SECRETS_FILE_ENV.length + 1);
+        if (file && fs.existsSync(file)) pluginsFoundFile.add(name);
+      }
+    };
+    const timer = setInterval(poll, 50);
+    try {
+      const result = await run();
+      return {
+        result,
+        holders: [...holders],
+        plugins: [...plugins],
+        pluginsFoundFile: [...pluginsFoundFile],
+      };
     } finally {
       clearInterval(timer);
     }

@@ -172,11 +172,16 @@ describe("the engine tier: the real Pulumi engine and Talos provider", function 
   describe("3. up: Talos secrets and every node's machine config from the real provider", () => {
     let up: CliRun;
     let written: string[];
+    let environments: { holders: string[]; plugins: string[]; pluginsFoundFile: string[] };
     before(async () => {
       const before = fs.readFileSync(stackFile);
-      ({ result: up, written } = await sandbox.backendWrites(() =>
-        sandbox.cli(["up", STACK], secretEnv),
+      let watched;
+      ({ result: watched, written } = await sandbox.backendWrites(() =>
+        EngineSandbox.processEnvironments("ENGINE-TIER-NOT-A-REAL-KEY-0c7f1e", () =>
+          sandbox.cli(["up", STACK], secretEnv),
+        ),
       ));
+      ({ result: up, ...environments } = watched);
       assert.ok(fs.readFileSync(stackFile).equals(before), "stack file restored byte for byte");
       writeRecording("up-foundation-engine-failed", up.events, sandbox);
     });
@@ -196,6 +201,20 @@ describe("the engine tier: the real Pulumi engine and Talos provider", function 
       );
       const outside = written.filter((name) => !prefixes.some((prefix) => name.startsWith(prefix)));
       assert.deepEqual(outside, [], `written outside ${prefixes.join(", ")}`);
+    });
+
+    it("keeps the Flux key out of every process's environment; the provider plugin finds its file gone", () => {
+      // FLUX_DEPLOY_KEY came from the environment; the program got it in the credentials file.
+      assert.deepEqual(environments.holders, [], "processes with the key in their environment");
+      assert.ok(
+        environments.plugins.includes("pulumi-resource-talos"),
+        environments.plugins.join(),
+      );
+      assert.deepEqual(
+        environments.pluginsFoundFile,
+        [],
+        "plugins that found the credentials file",
+      );
     });
 
     it("creates the protected machine secrets", () => {
