@@ -147,7 +147,7 @@ export async function rotateCa(ctx: CliContext, request: RotateCaRequest): Promi
       ctx.stderr.write(`rotate-ca ${env} ${flag}: stopped at step ${i + 1}. ${resume}\n`);
       throw error;
     }
-    await gate(ctx, request, resume);
+    await gate(ctx, request, resume, ca === "kubernetes" ? credentials : undefined);
   }
   if (oldCredentials !== undefined) {
     await (ca === "talos"
@@ -165,7 +165,13 @@ export async function rotateCa(ctx: CliContext, request: RotateCaRequest): Promi
  * for a Kubernetes rotation also the API server lists every node Ready through the exported
  * kubeconfig (Talos' own rotation checks the same after its steps: verifyConnectivity).
  */
-async function gate(ctx: CliContext, request: RotateCaRequest, resume: string): Promise<void> {
+async function gate(
+  ctx: CliContext,
+  request: RotateCaRequest,
+  resume: string,
+  /** The kubeconfig output when this run began (--kubernetes): the progress says whether it changed. */
+  startKubeconfig: string | undefined,
+): Promise<void> {
   await runDayTwo(
     ctx,
     { command: "rotate-ca", env: request.env, installCli: request.installCli, readOnly: true },
@@ -201,7 +207,7 @@ async function gate(ctx: CliContext, request: RotateCaRequest, resume: string): 
       if (request.ca === "kubernetes") {
         await kubernetesGate(ctx, deps, request, cluster, resume);
         out(
-          `  the API server lists all ${cluster.nodes.length} nodes Ready through the exported kubeconfig`,
+          `  the API server lists all ${cluster.nodes.length} nodes Ready through the exported kubeconfig (${cluster.kubeconfig === startKubeconfig ? "the one from before this run" : "fetched anew since this run began"})`,
         );
       }
     },
