@@ -116,7 +116,9 @@ export async function rotateCa(ctx: CliContext, request: RotateCaRequest): Promi
     `rotate-ca ${env} ${flag}: ${fresh ? `starting generation ${steps[0].generation}` : `resuming generation ${steps[0].generation} (${before!.phase}${before!.nodes ? ` on ${before!.nodes.join(", ")}` : ""})`}; ${steps.length} steps, each an up gated on health`,
   );
   // The credentials from before a fresh rotation: at the end they must be refused. A Kubernetes
-  // rotation needs the kubeconfig output and kubectl for its gates: checked before any step.
+  // rotation needs the kubeconfig output and kubectl for its gates, and the API server must answer
+  // that kubeconfig now (else its refusal at the end would prove nothing; Talos' own rotation
+  // verifies the existing PKI first too): checked before any step.
   const credentials =
     fresh || ca === "kubernetes"
       ? await runDayTwo(
@@ -125,9 +127,24 @@ export async function rotateCa(ctx: CliContext, request: RotateCaRequest): Promi
           async ({ cluster, deps }) => {
             if (ca === "talos") return cluster.talosconfig;
             const kubeconfig = exportedKubeconfig(request.env, cluster);
-            await withKubeconfig(deps, kubeconfig, (file) =>
-              kubectlNodeLister(ctx, deps, file, "nothing was changed").check(),
-            );
+            await withKubeconfig(deps, kubeconfig, async (file) => {
+              const lister = kubectlNodeLister(ctx, deps, file, "nothing was changed");
+              await lister.check();
+              try {
+                await lister.nodes();
+              } catch (error) {
+                throw new UserError(
+                  {
+                    what: `rotate-ca ${env} --kubernetes`,
+                    problem:
+                      "the API server does not answer the exported kubeconfig before the rotation; nothing was changed",
+                    got: errorReason(error),
+                    fix: `Check the cluster (npm run platform -- health ${env}; kubectl get nodes with npm run platform -- kubeconfig ${env}), then run rotate-ca again`,
+                  },
+                  ExitCode.failed,
+                );
+              }
+            });
             return kubeconfig;
           },
         )

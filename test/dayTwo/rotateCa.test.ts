@@ -197,8 +197,9 @@ describe("rotate-ca --kubernetes: the Kubernetes gate", () => {
     assert.equal(await r.run(), ExitCode.ok, r.f.ctx.stderr.text);
     // generated once, then accepted, issuing and removed node by node: 1 + 3 × 6 steps.
     assert.equal(r.ups.length, 1 + 3 * NODES.length);
-    // Each step's gate asks through the kubeconfig that step exported; the last ask is the old one's.
-    assert.deepEqual(r.listedWith(), [...r.exported, kubeconfigOf(0)]);
+    // The kubeconfig from before answers first; each step's gate asks through the kubeconfig that
+    // step exported; the last ask is the old one's, refused.
+    assert.deepEqual(r.listedWith(), [kubeconfigOf(0), ...r.exported, kubeconfigOf(0)]);
     // The old kubeconfig works until the new CA issues; from the first issuing step on, the new one.
     assert.equal(r.exported.indexOf(kubeconfigOf(1)), 1 + NODES.length);
     // The progress says which: the one from before for generated and the accepted steps, then new.
@@ -271,11 +272,16 @@ describe("rotate-ca --kubernetes: the Kubernetes gate", () => {
     );
   });
 
-  it("needs the kubeconfig output and kubectl before any step, writing nothing", async () => {
+  it("needs the kubeconfig output, kubectl and the API server answering before any step, writing nothing", async () => {
     const cases: [(r: ReturnType<typeof rotation>) => unknown, RegExp, number][] = [
       [
         (r) => delete r.f.ctx.workspaces.outputs.kubeconfig,
         /the outputs hold no kubeconfig to check the Kubernetes API with[^\n]*nothing was changed/,
+        ExitCode.failed,
+      ],
+      [
+        (r) => (r.kubectl.accepts = () => false),
+        /the API server does not answer the exported kubeconfig before the rotation; nothing was changed[^\n]*Unauthorized/,
         ExitCode.failed,
       ],
       [
