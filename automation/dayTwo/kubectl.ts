@@ -125,6 +125,82 @@ export class KubectlDrainer implements NodeDrainer {
   }
 }
 
+/** One line per Node: its name and its Ready condition's status. */
+const NODES_JSONPATH =
+  'jsonpath={range .items[*]}{.metadata.name}{" "}{.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}';
+
+/** The fix when kubectl is missing and the Kubernetes API must be checked. */
+const KUBECTL_LISTER_INSTALL_HINT =
+  "Install kubectl (https://kubernetes.io/docs/tasks/tools/) on PATH or set KUBECTL to its path";
+
+/** A Node as the API server lists it: its name and whether its kubelet reports Ready. */
+export interface ListedNode {
+  readonly name: string;
+  readonly ready: boolean;
+}
+
+/** `kubectl get nodes` through one kubeconfig: the API server answering that kubeconfig's credentials. */
+export class KubectlNodeLister {
+  private readonly tool: Tool;
+
+  constructor(private readonly options: KubectlDrainerOptions) {
+    this.tool = new Tool({
+      name: "kubectl",
+      binary: options.binary ?? "kubectl",
+      installHint: KUBECTL_LISTER_INSTALL_HINT,
+      whenMissing: options.whenMissing,
+      ...(options.run ? { run: options.run } : {}),
+      ...(options.progress ? { progress: options.progress } : {}),
+    });
+  }
+
+  /** Checks that kubectl can be started; rejects with an install hint (exit 5) when it cannot. */
+  async check(): Promise<void> {
+    await this.tool.exec(["version", "--client"], {
+      timeoutMs: KUBECTL_QUERY_MS,
+      shown: "kubectl version --client",
+    });
+  }
+
+  /**
+   * Every Node with its Ready condition; rejects when the API server cannot be reached or refuses
+   * the kubeconfig (its client certificate not from a CA it accepts, its CA not the server's).
+   */
+  async nodes(): Promise<ListedNode[]> {
+    const args = ["get", "nodes", "-o", NODES_JSONPATH];
+    const text = await this.tool.exec([...args, "--kubeconfig", this.options.kubeconfig], {
+      timeoutMs: KUBECTL_QUERY_MS,
+      shown: `kubectl ${args.join(" ")}`,
+    });
+    return text
+      .split("\n")
+      .map((line) => line.trim())
+      .filter((line) => line !== "")
+      .map((line) => {
+        const [name, status] = line.split(/\s+/);
+        return { name, ready: status === "True" };
+      });
+  }
+}
+
+/** The node lister of a command: KUBECTL or `kubectl`, the test's runner, progress on stderr. */
+export function kubectlNodeLister(
+  ctx: CliContext,
+  deps: DayTwoDeps,
+  kubeconfig: string,
+  whenMissing: string,
+): KubectlNodeLister {
+  const run = deps.kubectl;
+  const binary = ctx.env.KUBECTL;
+  return new KubectlNodeLister({
+    kubeconfig,
+    whenMissing,
+    ...(binary ? { binary } : {}),
+    ...(run ? { run } : {}),
+    progress: progressSink(ctx),
+  });
+}
+
 /**
  * The Kubernetes name of a node: Talos registers the kubelet under its hostname (lowercased, `_`
  * as `-`: nodename.FromHostname), and the program sets each node's hostname to its stack name, a

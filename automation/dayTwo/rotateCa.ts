@@ -2,9 +2,11 @@
 // accepted, then issuing, then the old one removed) as steps the state follows. Each step is a
 // record in the stack file (cluster.caRotation, components/talos/caRotation.ts) applied by an
 // ordinary `up` of the foundation, which renders every node's CAs from it and re-issues the
-// talosconfig; node by node, control planes first, each step gated on the cluster's health through
-// the talosconfig the run just exported (so the exports are proven valid at every step). A stop
-// leaves the record where the last step put it: running the command again goes on from there.
+// talosconfig and the kubeconfig; node by node, control planes first, each step gated on the
+// cluster's health through the talosconfig the run just exported and, for --kubernetes, on the API
+// server listing every node Ready through the kubeconfig it just exported (so the exports are
+// proven valid at every step). A stop leaves the record where the last step put it: running the
+// command again goes on from there.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { parseDocument } from "yaml";
@@ -17,7 +19,11 @@ import { writeFileAtomically } from "../files";
 import { checkDayTwoGuard } from "../guards";
 import { readStackFile, resolveLayer } from "../layers";
 import { readStackCluster } from "./cluster";
+import { formatDuration } from "./clock";
+import type { DeployedCluster } from "./cluster";
+import type { DayTwoDeps } from "./deps";
 import { healthGate } from "./gates";
+import { type ListedNode, kubectlNodeLister, kubernetesNodeName, withKubeconfig } from "./kubectl";
 import { runDayTwo, withTalos } from "./run";
 
 /** The CAs `rotate-ca` rotates. */
@@ -109,15 +115,41 @@ export async function rotateCa(ctx: CliContext, request: RotateCaRequest): Promi
   out(
     `rotate-ca ${env} ${flag}: ${fresh ? `starting generation ${steps[0].generation}` : `resuming generation ${steps[0].generation} (${before!.phase}${before!.nodes ? ` on ${before!.nodes.join(", ")}` : ""})`}; ${steps.length} steps, each an up gated on health`,
   );
-  // The talosconfig from before a fresh rotation: at the end every node must refuse it.
-  const oldTalosconfig =
-    fresh && ca === "talos"
+  // The credentials from before a fresh rotation: at the end they must be refused. A Kubernetes
+  // rotation needs the kubeconfig output and kubectl for its gates, and the API server must answer
+  // that kubeconfig now (else its refusal at the end would prove nothing; Talos' own rotation
+  // verifies the existing PKI first too): checked before any step.
+  const credentials =
+    fresh || ca === "kubernetes"
       ? await runDayTwo(
           ctx,
           { command: "rotate-ca", env, installCli: request.installCli, readOnly: true },
-          async (session) => session.cluster.talosconfig,
+          async ({ cluster, deps }) => {
+            if (ca === "talos") return cluster.talosconfig;
+            const kubeconfig = exportedKubeconfig(request.env, cluster);
+            await withKubeconfig(deps, kubeconfig, async (file) => {
+              const lister = kubectlNodeLister(ctx, deps, file, "nothing was changed");
+              await lister.check();
+              try {
+                await lister.nodes();
+              } catch (error) {
+                throw new UserError(
+                  {
+                    what: `rotate-ca ${env} --kubernetes`,
+                    problem:
+                      "the API server does not answer the exported kubeconfig before the rotation; nothing was changed",
+                    got: errorReason(error),
+                    fix: `Check the cluster (npm run platform -- health ${env}; kubectl get nodes with npm run platform -- kubeconfig ${env}), then run rotate-ca again`,
+                  },
+                  ExitCode.failed,
+                );
+              }
+            });
+            return kubeconfig;
+          },
         )
       : undefined;
+  const oldCredentials = fresh ? credentials : undefined;
   for (const [i, step] of steps.entries()) {
     out(`rotate-ca ${env} ${flag}: step ${i + 1}/${steps.length}: ${describeStep(step, order)}`);
     writeRotationRecord(file, ca, step);
@@ -132,21 +164,35 @@ export async function rotateCa(ctx: CliContext, request: RotateCaRequest): Promi
       ctx.stderr.write(`rotate-ca ${env} ${flag}: stopped at step ${i + 1}. ${resume}\n`);
       throw error;
     }
-    await gate(ctx, request, resume);
+    await gate(ctx, request, resume, ca === "kubernetes" ? credentials : undefined);
   }
-  if (oldTalosconfig !== undefined) await oldRefused(ctx, request, oldTalosconfig);
+  if (oldCredentials !== undefined) {
+    await (ca === "talos"
+      ? oldRefused(ctx, request, oldCredentials)
+      : oldKubeconfigRefused(ctx, request, oldCredentials));
+  }
   out(
     `rotate-ca ${env} ${flag}: done; commit ${path.relative(ctx.repoRoot, file) || file} (caRotation.${ca}) and fetch the new ${ca === "talos" ? "talosconfig" : "kubeconfig"} from the outputs`,
   );
   return ExitCode.ok;
 }
 
-/** After each step: every node answers through the exported talosconfig, and the cluster is healthy. */
-async function gate(ctx: CliContext, request: RotateCaRequest, resume: string): Promise<void> {
+/**
+ * After each step: every node answers through the exported talosconfig, and the cluster is healthy;
+ * for a Kubernetes rotation also the API server lists every node Ready through the exported
+ * kubeconfig (Talos' own rotation checks the same after its steps: verifyConnectivity).
+ */
+async function gate(
+  ctx: CliContext,
+  request: RotateCaRequest,
+  resume: string,
+  /** The kubeconfig output when this run began (--kubernetes): the progress says whether it changed. */
+  startKubeconfig: string | undefined,
+): Promise<void> {
   await runDayTwo(
     ctx,
     { command: "rotate-ca", env: request.env, installCli: request.installCli, readOnly: true },
-    async ({ client, cluster, out }) => {
+    async ({ client, cluster, deps, out }) => {
       for (const node of cluster.nodes) {
         try {
           await client.nodeVersion(node.address);
@@ -175,6 +221,114 @@ async function gate(ctx: CliContext, request: RotateCaRequest, resume: string): 
         );
       }
       out(`  every node answers through the exported talosconfig; ${health.detail}`);
+      if (request.ca === "kubernetes") {
+        await kubernetesGate(ctx, deps, request, cluster, resume);
+        out(
+          `  the API server lists all ${cluster.nodes.length} nodes Ready through the exported kubeconfig (${cluster.kubeconfig === startKubeconfig ? "the one from before this run" : "fetched anew since this run began"})`,
+        );
+      }
+    },
+  );
+}
+
+/** The kubeconfig output of the cluster; a Kubernetes rotation cannot be checked without one. */
+function exportedKubeconfig(env: string, cluster: DeployedCluster): string {
+  if (!cluster.kubeconfig) {
+    throw new UserError(
+      {
+        what: `rotate-ca ${env} --kubernetes`,
+        problem:
+          "the outputs hold no kubeconfig to check the Kubernetes API with (the cluster was never bootstrapped?); nothing was changed",
+        got: JSON.stringify("kubeconfig"),
+        fix: "Bootstrap the cluster (npm run platform -- up <env>), then run rotate-ca again",
+      },
+      ExitCode.failed,
+    );
+  }
+  return cluster.kubeconfig;
+}
+
+/** How often the Kubernetes gate asks the API server again while nodes are missing or not Ready. */
+const KUBERNETES_GATE_POLL_MS = 5_000;
+
+/**
+ * The API server answers the kubeconfig the step exported, listing every node of the stack Ready
+ * (a kubelet restarted on its new CA registers again), within the health timeout.
+ */
+async function kubernetesGate(
+  ctx: CliContext,
+  deps: DayTwoDeps,
+  request: RotateCaRequest,
+  cluster: DeployedCluster,
+  resume: string,
+): Promise<void> {
+  const kubeconfig = exportedKubeconfig(request.env, cluster);
+  const start = deps.clock.now();
+  let last = "";
+  await withKubeconfig(deps, kubeconfig, async (file) => {
+    const lister = kubectlNodeLister(ctx, deps, file, "the step was applied, its check not run");
+    for (;;) {
+      let listed: ListedNode[] | undefined;
+      try {
+        listed = await lister.nodes();
+      } catch (error) {
+        if (error instanceof UserError && error.exitCode === ExitCode.missingCli) throw error;
+        last = `the API server refused or did not answer: ${errorReason(error)}`;
+      }
+      if (listed) {
+        const notReady = cluster.nodes
+          .map(kubernetesNodeName)
+          .filter((name) => !listed.some((n) => n.name === name && n.ready));
+        if (notReady.length === 0) return;
+        last = `not listed Ready: ${notReady.join(", ")}`;
+      }
+      if (deps.clock.now() - start >= request.healthTimeoutMs) {
+        throw new UserError(
+          {
+            what: `rotate-ca ${request.env} --kubernetes`,
+            problem: `the kubeconfig the step exported does not reach every node Ready within ${formatDuration(request.healthTimeoutMs)}`,
+            got: last,
+            fix: resume,
+          },
+          ExitCode.failed,
+        );
+      }
+      await deps.clock.sleep(KUBERNETES_GATE_POLL_MS);
+    }
+  });
+}
+
+/** The end of a Kubernetes CA rotation: the API server refuses the kubeconfig from before it. */
+async function oldKubeconfigRefused(
+  ctx: CliContext,
+  request: RotateCaRequest,
+  old: string,
+): Promise<void> {
+  await runDayTwo(
+    ctx,
+    { command: "rotate-ca", env: request.env, installCli: request.installCli, readOnly: true },
+    async ({ deps, out }) => {
+      // The new kubeconfig was just listed through, so a failure here is the old one's refusal.
+      const listed = await withKubeconfig(deps, old, async (file) => {
+        try {
+          return await kubectlNodeLister(ctx, deps, file, "the rotation is done").nodes();
+        } catch (error) {
+          if (error instanceof UserError && error.exitCode === ExitCode.missingCli) throw error;
+          return undefined;
+        }
+      });
+      if (listed !== undefined) {
+        throw new UserError(
+          {
+            what: `rotate-ca ${request.env} --kubernetes`,
+            problem: "the kubeconfig from before the rotation still works",
+            got: `it lists ${listed.length} nodes`,
+            fix: "Check the control planes' cluster.acceptedCAs (talosctl get machineconfig); run rotate-ca again",
+          },
+          ExitCode.failed,
+        );
+      }
+      out("  the kubeconfig from before the rotation is refused by the API server");
     },
   );
 }

@@ -2,6 +2,8 @@
 // argument lists) through rollout. It writes each call into a log shared with the fake Talos
 // cluster (`cordon w-1`, `drain w-1`, `uncordon w-1`), so a test sees drains and reboots in one
 // order (`ready w-1` for a Ready query), and it records the --kubeconfig file as it found it at call time (mode, content).
+// `get nodes` answers only a kubeconfig the test's `accepts` lets through, as an API server refuses
+// a client certificate of a CA it does not accept (rotate-ca --kubernetes).
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { CommandResult, CommandRunner } from "../../automation/dayTwo/toolRunner";
@@ -36,6 +38,13 @@ export interface FakeKubectl {
   missing: boolean;
   /** Nodes whose Node object was deleted, in order. */
   readonly deleted: string[];
+  /** The Nodes `get nodes` lists (Ready unless in notReady). */
+  listed: readonly string[];
+  /**
+   * Whether the API server accepts a kubeconfig (by its content): its client certificate from a CA
+   * the control planes accept and its CA the one of their serving certificates. @default every one
+   */
+  accepts: (kubeconfig: string) => boolean;
 }
 
 /** A kubectl runner; every call is also pushed to `log`. */
@@ -48,6 +57,8 @@ export function fakeKubectl(log: string[]): FakeKubectl {
     notReady: new Set(),
     missing: false,
     deleted: [],
+    listed: [],
+    accepts: () => true,
     run: async (command, args, options) => {
       if (state.missing) {
         throw Object.assign(new Error(`spawn ${command} ENOENT`), { code: "ENOENT" });
@@ -69,7 +80,7 @@ export function fakeKubectl(log: string[]): FakeKubectl {
             }
           : {}),
       });
-      return answer(args);
+      return answer(args, file && fs.existsSync(file) ? fs.readFileSync(file, "utf8") : "");
     },
   };
   const ok = (stdout: string): CommandResult => ({ code: 0, stdout, stderr: "", timedOut: false });
@@ -80,9 +91,21 @@ export function fakeKubectl(log: string[]): FakeKubectl {
     timedOut: false,
   });
 
-  function answer(args: readonly string[]): CommandResult {
+  function answer(args: readonly string[], kubeconfig: string): CommandResult {
     const [verb, node] = args;
     if (verb === "version") return ok("Client Version: v1.36.3\nKustomize Version: v5.7.1\n");
+    if (verb === "get" && node === "nodes") {
+      // `get nodes -o jsonpath={range .items[*]}…`: a name and its Ready status per line.
+      log.push("get nodes");
+      if (!state.accepts(kubeconfig)) {
+        return failed("error: You must be logged in to the server (Unauthorized)\n");
+      }
+      return ok(
+        state.listed
+          .map((name) => `${name} ${state.notReady.has(name) ? "Unknown" : "True"}\n`)
+          .join(""),
+      );
+    }
     if (verb === "get" && node === "node") {
       // `get node <name> -o jsonpath={…Ready…status}`: the Ready condition's status alone.
       const name = args[2];

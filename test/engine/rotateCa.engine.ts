@@ -1,9 +1,12 @@
-// `rotate-ca --talos` end to end against the real engine, the Talos provider plugin and the real
-// talosctl, on two emulated nodes (a control plane and a worker; the emulator's apid issues its
-// certificate from the applied machine.ca and trusts machine.ca plus machine.acceptedCAs, as Talos'
-// does). The talosconfig exported before the rotation works until the new CA issues and is refused
-// at the end; the one exported after it works against both nodes; every step's record is in the
-// stack file, and the new CA's key is a secret in the state.
+// `rotate-ca --talos`, then `rotate-ca --kubernetes`, end to end against the real engine, the Talos
+// provider plugin, the real talosctl and kubectl (KUBECTL, else PATH), on two emulated nodes (a
+// control plane and a worker; the emulator's apid issues its certificate from the applied
+// machine.ca and trusts machine.ca plus machine.acceptedCAs, as Talos' does, and its Kubernetes API
+// on the cluster endpoint does the same with the control plane's cluster.ca and cluster.acceptedCAs
+// at each handshake). For each CA: the credential exported before the rotation works until the new
+// CA issues (every step is gated through the one the step exported) and is refused at the end; the
+// one exported after it works; every step's record is in the stack file; the new Talos CA's key is
+// a secret in the state.
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -18,6 +21,7 @@ import {
   waitFor,
 } from "../emulator/talosEmulator";
 import { type CliRun, EngineSandbox, engineTools } from "./harness";
+import { type Kubeconfig, kubeGet } from "./kube";
 
 const STACK = "rotateca";
 const PROJECT = "talos-platform";
@@ -36,7 +40,35 @@ function talosconfigCa(text: string): string {
   return Buffer.from(config.contexts[config.context].ca, "base64").toString("utf8");
 }
 
-describe("the engine tier: rotate-ca --talos", function () {
+/** The Kubernetes CA certificates (PEM) a kubeconfig trusts for the API server. */
+function kubeconfigCa(text: string): string {
+  const config = parse(text) as Kubeconfig;
+  return Buffer.from(config.clusters[0].cluster["certificate-authority-data"], "base64").toString(
+    "utf8",
+  );
+}
+
+/** The names of the Nodes the API server lists through a kubeconfig file. */
+async function nodeNames(file: string): Promise<string[]> {
+  const list = (await kubeGet(
+    parse(fs.readFileSync(file, "utf8")) as Kubeconfig,
+    "/api/v1/nodes",
+  )) as {
+    items: { metadata: { name: string } }[];
+  };
+  return list.items.map((n) => n.metadata.name).sort();
+}
+
+/** The stack file's cluster.caRotation. */
+function rotationRecords(stackFile: string): unknown {
+  return (
+    parse(fs.readFileSync(stackFile, "utf8")) as {
+      config: Record<string, { caRotation?: unknown }>;
+    }
+  ).config[`${PROJECT}:cluster`].caRotation;
+}
+
+describe("the engine tier: rotate-ca --talos, then --kubernetes", function () {
   this.timeout(20 * 60_000);
   const tools = engineTools();
   let emulatorTools: EmulatorTools;
@@ -123,12 +155,7 @@ describe("the engine tier: rotate-ca --talos", function () {
       rotation.stdout,
       /the talosconfig from before the rotation is refused by all 2 nodes/,
     );
-    const record = (
-      parse(fs.readFileSync(stackFile, "utf8")) as {
-        config: Record<string, { caRotation?: unknown }>;
-      }
-    ).config[`${PROJECT}:cluster`].caRotation;
-    assert.deepEqual(record, { talos: { generation: 1, phase: "removed" } });
+    assert.deepEqual(rotationRecords(stackFile), { talos: { generation: 1, phase: "removed" } });
   });
 
   it("the talosconfig from before is refused by both nodes", async () => {
@@ -167,5 +194,60 @@ describe("the engine tier: rotate-ca --talos", function () {
       ],
       "1b47061264138c4ac30d75fd1eb44270",
     );
+  });
+  describe("rotate-ca --kubernetes", () => {
+    const oldKubeconfig = () => path.join(sandbox.dir, "old.kubeconfig");
+    const newKubeconfig = () => path.join(sandbox.dir, "new.kubeconfig");
+    const names = NODES.map((n) => n.name).sort();
+
+    it("the kubeconfig from before lists both nodes", async () => {
+      const exported = await sandbox.cli(["kubeconfig", STACK, "--out", oldKubeconfig()], env);
+      assert.equal(exported.code, ExitCode.ok, explain(exported));
+      assert.deepEqual(await nodeNames(oldKubeconfig()), names);
+    });
+
+    let run: CliRun;
+    it("runs every step through up, each gated on the API server through the exported kubeconfig", async () => {
+      run = await sandbox.cli(["rotate-ca", STACK, "--kubernetes", "--health-timeout", "1m"], env);
+      assert.equal(run.code, ExitCode.ok, explain(run));
+      const steps = run.stdout.match(/step \d+\/7: generation 1: [^\n]+/g) ?? [];
+      assert.equal(steps.length, 7, run.stdout);
+      // Each step's gate: Talos through the talosconfig, Kubernetes through the kubeconfig the step
+      // exported: the one from before (its old CA) until the new CA issues on cp-1 (step 4), then
+      // the one fetched anew, from the new CA.
+      const gates = run.stdout.match(
+        /the API server lists all 2 nodes Ready through the exported kubeconfig \([^)]+\)/g,
+      );
+      assert.deepEqual(
+        gates?.map((line) => line.replace(/.*\((.+)\)$/, "$1")),
+        [
+          ...Array<string>(3).fill("the one from before this run"),
+          ...Array<string>(4).fill("fetched anew since this run began"),
+        ],
+        run.stdout,
+      );
+      assert.match(
+        run.stdout,
+        /the kubeconfig from before the rotation is refused by the API server/,
+      );
+      assert.deepEqual(rotationRecords(stackFile), {
+        talos: { generation: 1, phase: "removed" },
+        kubernetes: { generation: 1, phase: "removed" },
+      });
+    });
+
+    it("the kubeconfig from before is refused by the API server", async () => {
+      await assert.rejects(nodeNames(oldKubeconfig()));
+    });
+
+    it("the kubeconfig exported now lists both nodes, under a new CA", async () => {
+      const exported = await sandbox.cli(["kubeconfig", STACK, "--out", newKubeconfig()], env);
+      assert.equal(exported.code, ExitCode.ok, explain(exported));
+      assert.deepEqual(await nodeNames(newKubeconfig()), names);
+      assert.notEqual(
+        kubeconfigCa(fs.readFileSync(newKubeconfig(), "utf8")),
+        kubeconfigCa(fs.readFileSync(oldKubeconfig(), "utf8")),
+      );
+    });
   });
 });

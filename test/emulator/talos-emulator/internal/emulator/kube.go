@@ -36,10 +36,13 @@ import (
 
 type kubeAPI struct {
 	cluster  *Cluster
+	addr     netip.Addr
 	server   *http.Server
 	listener net.Listener
 
 	mu        sync.Mutex
+	tls       *tls.Config // the TLS of the CAs in tlsKey
+	tlsKey    string
 	coredns   []corednsPod
 	generated int
 }
@@ -103,12 +106,73 @@ func (c *Cluster) ensureKubeAPI(views []view) {
 }
 
 func startKubeAPI(c *Cluster, cfg config.Provider, addr netip.Addr, port string) (*kubeAPI, error) {
+	k := &kubeAPI{cluster: c, addr: addr}
+
+	// Checked now, so a config that cannot serve fails the start rather than every handshake.
+	if _, err := k.tlsFor(cfg); err != nil {
+		return nil, err
+	}
+
+	listener, err := net.Listen("tcp", net.JoinHostPort(addr.String(), port))
+	if err != nil {
+		return nil, err
+	}
+
+	k.listener = listener
+	k.server = &http.Server{
+		Handler:           k.routes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{
+			// Each handshake follows the config the control plane runs now, as kube-apiserver does
+			// once Talos re-renders its static pod after an apply (a rotated cluster.ca, acceptedCAs).
+			GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+				return k.tlsFor(k.controlPlaneConfig(cfg))
+			},
+			MinVersion: tls.VersionTLS12,
+		},
+	}
+
+	go k.server.ServeTLS(listener, "", "") //nolint:errcheck // ends with close
+
+	return k, nil
+}
+
+// controlPlaneConfig is the config a control plane of the cluster runs now (the first one found),
+// or fallback when none has one.
+func (k *kubeAPI) controlPlaneConfig(fallback config.Provider) config.Provider {
+	for _, v := range k.cluster.views() {
+		if v.controlPlane {
+			if cfg := v.node.config(); cfg != nil {
+				return cfg
+			}
+		}
+	}
+
+	return fallback
+}
+
+// tlsFor is the API server's TLS under a config: its serving certificate issued from cluster.ca,
+// client certificates verified against cluster.ca and cluster.acceptedCAs (kube-apiserver's
+// --client-ca-file, which Talos writes from both). Kept while the CAs stay the same.
+func (k *kubeAPI) tlsFor(cfg config.Provider) (*tls.Config, error) {
 	k8sCA := cfg.Cluster().IssuingCA()
 	if k8sCA == nil || len(k8sCA.Key) == 0 {
 		return nil, errors.New("the control plane config has no Kubernetes CA key (cluster.ca)")
 	}
 
-	cert, err := pki.KubernetesServerCertificate(k8sCA, []netip.Addr{addr}, nil)
+	key := string(k8sCA.Crt)
+	for _, accepted := range cfg.Cluster().AcceptedCAs() {
+		key += "\n" + string(accepted.Crt)
+	}
+
+	k.mu.Lock()
+	defer k.mu.Unlock()
+
+	if k.tls != nil && k.tlsKey == key {
+		return k.tls, nil
+	}
+
+	cert, err := pki.KubernetesServerCertificate(k8sCA, []netip.Addr{k.addr}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -122,26 +186,15 @@ func startKubeAPI(c *Cluster, cfg config.Provider, addr netip.Addr, port string)
 		pool.AppendCertsFromPEM(accepted.Crt)
 	}
 
-	listener, err := net.Listen("tcp", net.JoinHostPort(addr.String(), port))
-	if err != nil {
-		return nil, err
+	k.tls = &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    pool,
+		MinVersion:   tls.VersionTLS12,
 	}
+	k.tlsKey = key
 
-	k := &kubeAPI{cluster: c, listener: listener}
-	k.server = &http.Server{
-		Handler:           k.routes(),
-		ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig: &tls.Config{
-			Certificates: []tls.Certificate{cert},
-			ClientAuth:   tls.RequireAndVerifyClientCert,
-			ClientCAs:    pool,
-			MinVersion:   tls.VersionTLS12,
-		},
-	}
-
-	go k.server.ServeTLS(listener, "", "") //nolint:errcheck // ends with close
-
-	return k, nil
+	return k.tls, nil
 }
 
 func (k *kubeAPI) close() {
