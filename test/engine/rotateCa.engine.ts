@@ -18,7 +18,7 @@ import {
   type EmulatorTools,
   type RunningEmulator,
   startTalosEmulator,
-  waitFor,
+  waitForMaintenance,
 } from "../emulator/talosEmulator";
 import { type CliRun, EngineSandbox, engineTools } from "./harness";
 import { type Kubeconfig, kubeGet } from "./kube";
@@ -102,12 +102,10 @@ describe("the engine tier: rotate-ca --talos, then --kubernetes", function () {
       STACK,
       fs.readFileSync(path.join(__dirname, "stacks", `Pulumi.${STACK}.yaml`), "utf8"),
     );
-    for (const node of NODES) {
-      await waitFor(`${node.name} in maintenance mode`, async () => {
-        const status = await emulator.node(node.name);
-        if (status.phase !== "maintenance") throw new Error(status.phase);
-      });
-    }
+    await waitForMaintenance(
+      emulator,
+      NODES.map((n) => n.name),
+    );
     env = { TALOSCTL: emulatorTools.talosctl, TALOS_STANDIN_RETRY_WINDOW: "60s" };
     const up = await sandbox.cli(["up", STACK], env);
     assert.equal(up.code, ExitCode.ok, explain(up));
