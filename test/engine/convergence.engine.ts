@@ -92,11 +92,7 @@ describe("the engine tier: a running cluster converged by up", function () {
       log: (line) => log.push(line),
     });
     sandbox = new EngineSandbox(tools);
-    stackFile = sandbox.writeStack(
-      ".",
-      STACK,
-      fs.readFileSync(path.join(__dirname, "stacks", `Pulumi.${STACK}.yaml`), "utf8"),
-    );
+    stackFile = sandbox.writeFixtureStack(STACK);
     talosconfig = path.join(sandbox.dir, `${STACK}.talosconfig`);
     await waitForMaintenance(
       emulator,

@@ -48,11 +48,7 @@ describe("the engine tier: an IPv6-first dual-stack control plane", function () 
       log: (line) => log.push(line),
     });
     sandbox = new EngineSandbox(tools);
-    sandbox.writeStack(
-      ".",
-      STACK,
-      fs.readFileSync(path.join(__dirname, "stacks", `Pulumi.${STACK}.yaml`), "utf8"),
-    );
+    sandbox.writeFixtureStack(STACK);
     await waitForMaintenance(emulator, [NODE.name]);
     up = await sandbox.cli(["up", STACK], {
       TALOSCTL: emulatorTools.talosctl,

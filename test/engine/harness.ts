@@ -90,6 +90,12 @@ export class EngineSandbox {
     return file;
   }
 
+  /** Writes the foundation stack file `stack` from its fixture, test/engine/stacks/Pulumi.<stack>.yaml. */
+  writeFixtureStack(stack: string): string {
+    const fixture = path.join(__dirname, "stacks", `Pulumi.${stack}.yaml`);
+    return this.writeStack(".", stack, fs.readFileSync(fixture, "utf8"));
+  }
+
   /**
    * Runs the project's CLI in this process with the sandbox's environment, as `npm run platform --
    * <argv>` would, recording every engine event it receives. `stdout` also receives what it prints

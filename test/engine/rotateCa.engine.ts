@@ -97,11 +97,7 @@ describe("the engine tier: rotate-ca --talos, then --kubernetes", function () {
       log: (line) => log.push(line),
     });
     sandbox = new EngineSandbox(tools);
-    stackFile = sandbox.writeStack(
-      ".",
-      STACK,
-      fs.readFileSync(path.join(__dirname, "stacks", `Pulumi.${STACK}.yaml`), "utf8"),
-    );
+    stackFile = sandbox.writeFixtureStack(STACK);
     await waitForMaintenance(
       emulator,
       NODES.map((n) => n.name),

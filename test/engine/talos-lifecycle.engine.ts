@@ -118,11 +118,7 @@ describe("the engine tier: the lifecycle on five emulated Talos nodes", function
       log: (line) => log.push(line),
     });
     sandbox = new EngineSandbox(tools);
-    stackFile = sandbox.writeStack(
-      ".",
-      STACK,
-      fs.readFileSync(path.join(__dirname, "stacks", `Pulumi.${STACK}.yaml`), "utf8"),
-    );
+    stackFile = sandbox.writeFixtureStack(STACK);
     env = {
       TALOSCTL: emulatorTools.talosctl,
       // Nodes reboot into their config after the first apply: the provider retries meanwhile.

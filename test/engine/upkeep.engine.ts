@@ -13,8 +13,6 @@
 //      to the part in use.
 import { strict as assert } from "node:assert";
 import { X509Certificate, createPrivateKey } from "node:crypto";
-import * as fs from "node:fs";
-import * as path from "node:path";
 import * as tls from "node:tls";
 import { parse } from "yaml";
 import { ExitCode } from "../../automation/errors";
@@ -126,11 +124,7 @@ describe("the engine tier: certs, health and etcd defrag on three emulated contr
       log: (line) => log.push(line),
     });
     sandbox = new EngineSandbox(tools);
-    sandbox.writeStack(
-      ".",
-      STACK,
-      fs.readFileSync(path.join(__dirname, "stacks", `Pulumi.${STACK}.yaml`), "utf8"),
-    );
+    sandbox.writeFixtureStack(STACK);
     env = { TALOSCTL: emulatorTools.talosctl, TALOS_STANDIN_RETRY_WINDOW: "60s" };
     await waitForMaintenance(
       emulator,
